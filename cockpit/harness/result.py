@@ -1,0 +1,167 @@
+"""The typed evaluation record. Everything the loop, the TUI and the agent see comes from here.
+
+Statuses (exit code 0 only for `ok`):
+  ok          verified on every public and hidden shape, and timed
+  load_error  the file does not load: syntax, missing import, no `kernel`, import-time crash
+  wrong       it ran but an output is wrong (numbers, NaN/Inf, shape, dtype, strides, stale cache)
+  rejected    it broke a rule: forbidden call, integrity (timers, checkers, flags, threads,
+              hidden work, exit), input mutation or aliasing, out-of-bounds write, impossible speed
+  timeout     over the time limit (kind `too_slow`)
+  crash       the process died: segfault, CUDA error, out of memory
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STATUSES = ("ok", "load_error", "wrong", "rejected", "timeout", "crash")
+
+# Reason kinds, grouped by the status they imply. The agent gets `kind` and `message`; the human
+# can filter on `kind`.
+KINDS: dict[str, str] = {
+    "syntax": "load_error",
+    "missing_import": "load_error",
+    "import_error": "load_error",
+    "no_kernel": "load_error",
+    "numerical": "wrong",
+    "nan_inf": "wrong",
+    "bad_type": "wrong",
+    "bad_shape": "wrong",
+    "bad_dtype": "wrong",
+    "bad_device": "wrong",
+    "bad_strides": "wrong",
+    "stale_output": "wrong",
+    "overflow": "wrong",
+    "exception": "wrong",
+    "forbidden_call": "rejected",
+    "static_rule": "rejected",
+    "input_mutated": "rejected",
+    "output_aliases_input": "rejected",
+    "out_of_bounds": "rejected",
+    "integrity": "rejected",
+    "hidden_work": "rejected",
+    "impossible_speed": "rejected",
+    "too_slow": "timeout",
+    "crash": "crash",
+    "oom": "crash",
+}
+SEVERITY = {"crash": 5, "timeout": 4, "rejected": 3, "load_error": 2, "wrong": 1, "ok": 0}
+
+
+@dataclass
+class Reason:
+    kind: str
+    message: str
+    stage: str = ""
+    shape: str = ""  # described shape; hidden shapes are named "hidden #k" to the agent
+
+    @property
+    def status(self) -> str:
+        return KINDS.get(self.kind, "rejected")
+
+    def line(self) -> str:
+        where = f" [{self.shape}]" if self.shape else ""
+        return f"{self.kind}{where}: {self.message}"
+
+
+@dataclass
+class TimingStats:
+    n: int
+    mean_us: float
+    sem_pct: float
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    max_us: float
+    total_ms: float
+    host_median_us: float = 0.0
+    graph_median_us: float | None = None  # CUDA-graph replay time, labelled separately
+    stop: str = ""  # which stopping rule ended the loop
+
+
+@dataclass
+class ShapeResult:
+    shape: str
+    set: str  # public | hidden | benchmark
+    hidden: bool
+    ok: bool
+    params: dict[str, Any] = field(default_factory=dict)
+    weight: float = 1.0
+    error: dict[str, Any] = field(default_factory=dict)  # worst error sizes from the check
+    timing: TimingStats | None = None
+    floor_us: float | None = None
+    roofline_pct: float | None = None
+    bound: str = ""  # memory | compute | latency
+
+    @property
+    def median_us(self) -> float | None:
+        return self.timing.median_us if self.timing else None
+
+
+@dataclass
+class Result:
+    task: str
+    candidate: str
+    device: str
+    status: str = "ok"
+    reasons: list[Reason] = field(default_factory=list)
+    shapes: list[ShapeResult] = field(default_factory=list)
+    geomean_us: float | None = None  # benchmark shapes, weighted, floored
+    hidden_geomean_us: float | None = None  # timed hidden shapes, floored
+    score_us: float | None = None  # all timed shapes: what the loop ranks by
+    speedups: dict[str, float] = field(default_factory=dict)
+    roofline_pct: float | None = None
+    comparable: bool = True  # False for Triton-interpreter times on the CPU
+    profile: dict[str, Any] = field(default_factory=dict)
+    protections: dict[str, Any] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)  # review notes that are not failures
+    mode: str = "iterate"
+    baseline_exempt: bool = False
+    wall_s: float = 0.0
+    log_tail: str = ""
+    env: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, kind: str, message: str, stage: str = "", shape: str = "") -> None:
+        reason = Reason(kind, message, stage, shape)
+        self.reasons.append(reason)
+        if SEVERITY[reason.status] > SEVERITY[self.status]:
+            self.status = reason.status
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return _clean(d)
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Result:
+        d = dict(d)
+        d["reasons"] = [Reason(**r) for r in d.get("reasons", [])]
+        shapes = []
+        for s in d.get("shapes", []):
+            s = dict(s)
+            if s.get("timing"):
+                s["timing"] = TimingStats(**s["timing"])
+            shapes.append(ShapeResult(**s))
+        d["shapes"] = shapes
+        return cls(**d)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON has no NaN/Inf; they become None so every consumer can parse the record."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj

@@ -1,0 +1,270 @@
+"""Kernel tasks: a folder with `task.toml`, `reference.py` and `seeds/`.
+
+The task file is data, never code: roofline formulas are arithmetic over a shape's keys, parsed
+with `ast` and evaluated with no names but those keys, so a task folder cannot run code in the
+engine just by being listed. `reference.py` *is* code, but it only ever runs in the judge process
+(see `judge.py`), never next to a candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4}
+SHAPE_SETS = ("public", "hidden", "benchmark")
+RESERVED_KEYS = {"dtype", "weight", "timed", "label", "hidden"}
+
+
+class TaskError(ValueError):
+    """A task folder that cannot be used; the message is one line naming file and field."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One input configuration: free parameters for `make_inputs` plus harness metadata."""
+
+    params: dict[str, Any]
+    set: str  # public | hidden | benchmark
+    weight: float = 1.0
+    timed: bool = True
+    label: str = ""
+
+    @property
+    def dtype(self) -> str:
+        return str(self.params.get("dtype", "float32"))
+
+    @property
+    def hidden(self) -> bool:
+        return self.set == "hidden"
+
+    def describe(self) -> str:
+        """Compact text like `rows=17 cols=4099 bfloat16`; hidden shapes only by index elsewhere."""
+        if self.label:
+            return self.label
+        parts = [f"{k}={v}" for k, v in self.params.items() if k != "dtype"]
+        return " ".join(parts + [self.dtype])
+
+    def env(self) -> dict[str, float]:
+        """Names available to roofline formulas."""
+        names = {k: v for k, v in self.params.items() if isinstance(v, int | float)}
+        names["itemsize"] = ITEMSIZE.get(self.dtype, 4)
+        return names
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclass
+class Task:
+    name: str
+    root: Path
+    summary: str
+    signature: str
+    inputs: list[str]
+    outputs: list[str]
+    tolerance: dict[str, Tolerance]
+    flops: str
+    bytes: str
+    shapes: dict[str, dict[str, list[Shape]]]  # device class ("gpu"|"cpu") -> set -> shapes
+    forbidden: list[str] = field(default_factory=list)  # qualified names / substrings
+    forbidden_ops: list[str] = field(default_factory=list)  # aten op base names
+    allow_inplace: bool = False
+    contiguous_outputs: bool = True
+    time_limit_s: float = 600.0
+    description: str = ""
+    hidden_hint: str = ""
+
+    @property
+    def reference_path(self) -> Path:
+        return self.root / "reference.py"
+
+    @property
+    def seeds_dir(self) -> Path:
+        return self.root / "seeds"
+
+    def seeds(self) -> list[Path]:
+        return sorted(p for p in self.seeds_dir.glob("*.py") if not p.name.startswith("_"))
+
+    def shape_set(self, device: str, name: str) -> list[Shape]:
+        return self.shapes["cpu" if device == "cpu" else "gpu"][name]
+
+    def floor_inputs(self, shape: Shape) -> tuple[float, float]:
+        """(FLOPs, minimum bytes) of one call at `shape`."""
+        env = shape.env()
+        return eval_formula(self.flops, env), eval_formula(self.bytes, env)
+
+
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+    ast.Mod: operator.mod,
+}
+_FUNCS = {"min": min, "max": max, "log2": math.log2, "ceil": math.ceil, "sqrt": math.sqrt}
+
+
+def eval_formula(text: str, env: dict[str, float]) -> float:
+    """Evaluate arithmetic over `env` names; anything else (attributes, calls but a few) is refused."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in env:
+                raise TaskError(f"formula {text!r}: unknown name {node.id!r}")
+            return env[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _FUNCS
+            and not node.keywords
+        ):
+            return _FUNCS[node.func.id](*[ev(a) for a in node.args])
+        raise TaskError(f"formula {text!r}: only arithmetic over shape keys is allowed")
+
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise TaskError(f"formula {text!r}: {exc.msg}") from None
+    return float(ev(tree))
+
+
+def find_task(spec: str | Path, kernels_dir: Path | None = None) -> Path:
+    """A task is a name under `kernels/` or a path to any folder holding `task.toml`."""
+    path = Path(spec)
+    if (path / "task.toml").is_file():
+        return path.resolve()
+    base = kernels_dir or default_kernels_dir()
+    named = base / str(spec)
+    if (named / "task.toml").is_file():
+        return named.resolve()
+    if path.exists():
+        raise TaskError(f"{path}: not a task folder (no task.toml)")
+    raise TaskError(f"unknown task {str(spec)!r}: not a folder and not a name under {base}")
+
+
+def default_kernels_dir() -> Path:
+    import os
+
+    env = os.environ.get("COCKPIT_KERNELS_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[2] / "kernels"
+    return here if here.is_dir() else Path.cwd() / "kernels"
+
+
+def list_tasks(kernels_dir: Path | None = None) -> list[Path]:
+    base = kernels_dir or default_kernels_dir()
+    return sorted(p.parent for p in base.glob("*/task.toml"))
+
+
+def _shape_list(raw: Any, where: str, set_name: str) -> list[Shape]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw):
+        raise TaskError(f"{where}: must be a list of tables")
+    shapes = []
+    for i, s in enumerate(raw):
+        params = {k: v for k, v in s.items() if k not in RESERVED_KEYS}
+        if "dtype" in s:
+            params["dtype"] = s["dtype"]
+        dtype = params.get("dtype", "float32")
+        if dtype not in ITEMSIZE:
+            raise TaskError(f"{where}[{i}]: unknown dtype {dtype!r}")
+        weight = s.get("weight", 1.0)
+        if not isinstance(weight, int | float) or weight <= 0:
+            raise TaskError(f"{where}[{i}].weight: must be a positive number")
+        shapes.append(
+            Shape(
+                params=params,
+                set=set_name,
+                weight=float(weight),
+                timed=bool(s.get("timed", True)),
+                label=str(s.get("label", "")),
+            )
+        )
+    return shapes
+
+
+def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
+    root = find_task(spec, kernels_dir)
+    toml_path = root / "task.toml"
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{toml_path}: invalid TOML: {exc}") from None
+
+    def need(key: str, kind: type | tuple[type, ...]) -> Any:
+        if key not in data:
+            raise TaskError(f"{toml_path}: missing field {key!r}")
+        if not isinstance(data[key], kind):
+            raise TaskError(f"{toml_path}: field {key!r} has the wrong type")
+        return data[key]
+
+    name = need("name", str)
+    inputs = need("inputs", list)
+    outputs = need("outputs", list)
+    tol_raw = need("tolerance", dict)
+    roof = need("roofline", dict)
+    shapes_raw = need("shapes", dict)
+    tolerance = {}
+    for dtype, t in tol_raw.items():
+        if not isinstance(t, dict) or not {"atol", "rtol"} <= set(t):
+            raise TaskError(f"{toml_path}: tolerance.{dtype} needs atol and rtol")
+        tolerance[dtype] = Tolerance(float(t["atol"]), float(t["rtol"]))
+    for key in ("flops", "bytes"):
+        if not isinstance(roof.get(key), str):
+            raise TaskError(f"{toml_path}: missing field 'roofline.{key}'")
+    shapes: dict[str, dict[str, list[Shape]]] = {}
+    for device, table in (("gpu", shapes_raw), ("cpu", shapes_raw.get("cpu", {}))):
+        shapes[device] = {
+            s: _shape_list(table.get(s), f"{toml_path}: shapes{'.cpu' if device == 'cpu' else ''}.{s}", s)
+            for s in SHAPE_SETS
+        }
+        if not shapes[device]["public"]:
+            where = "shapes.cpu.public" if device == "cpu" else "shapes.public"
+            raise TaskError(f"{toml_path}: missing field {where!r} (at least one shape)")
+    task = Task(
+        name=name,
+        root=root,
+        summary=str(data.get("summary", "")),
+        signature=str(data.get("signature", "")),
+        inputs=[str(x) for x in inputs],
+        outputs=[str(x) for x in outputs],
+        tolerance=tolerance,
+        flops=roof["flops"],
+        bytes=roof["bytes"],
+        shapes=shapes,
+        forbidden=[str(x) for x in data.get("forbidden", [])],
+        forbidden_ops=[str(x) for x in data.get("forbidden_ops", [])],
+        allow_inplace=bool(data.get("allow_inplace", False)),
+        contiguous_outputs=bool(data.get("contiguous_outputs", True)),
+        time_limit_s=float(data.get("time_limit_s", 600.0)),
+        description=str(data.get("description", "")),
+        hidden_hint=str(data.get("hidden_hint", "")),
+    )
+    if not task.reference_path.is_file():
+        raise TaskError(f"{task.reference_path}: missing (every task needs reference.py)")
+    for device in shapes:
+        for s in shapes[device].values():
+            for shape in s:
+                task.floor_inputs(shape)  # fail now, not mid-evaluation
+    return task
