@@ -82,6 +82,9 @@ class Task:
     time_limit_s: float = 600.0
     description: str = ""
     hidden_hint: str = ""
+    batch_inputs: list[str] = field(default_factory=list)  # inputs whose rows are independent
+    baseline_seeds: list[str] = field(default_factory=list)  # exempt from forbidden-call rules
+    peak: str = ""  # which measured FLOP rate bounds the compute floor: fp32 | tf32 | bf16
 
     @property
     def reference_path(self) -> Path:
@@ -260,6 +263,9 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
         time_limit_s=float(data.get("time_limit_s", 600.0)),
         description=str(data.get("description", "")),
         hidden_hint=str(data.get("hidden_hint", "")),
+        batch_inputs=[str(x) for x in data.get("batch_inputs", [])],
+        baseline_seeds=[str(x) for x in data.get("baseline_seeds", [])],
+        peak=str(roof.get("peak", "")),
     )
     if not task.reference_path.is_file():
         raise TaskError(f"{task.reference_path}: missing (every task needs reference.py)")

@@ -1,0 +1,201 @@
+"""Static integrity rules, applied to a candidate's source before it is ever imported.
+
+The scan is the cheap first line; every rule that matters is also enforced dynamically (aten
+dispatch recorder, C-call profile hook, identity snapshots), because string tricks defeat any
+static scan. What the scan adds is *clear feedback*: "line 12 calls torch.geqrf" is something an
+agent can act on, where "integrity" is not.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# Modules a kernel has no business importing: process control, network, introspection.
+BANNED_IMPORTS = {
+    "subprocess": "starts processes",
+    "multiprocessing": "starts processes",
+    "concurrent": "runs work on background threads",
+    "threading": "runs work on background threads",
+    "_thread": "runs work on background threads",
+    "socket": "opens network connections",
+    "urllib": "opens network connections",
+    "http": "opens network connections",
+    "requests": "opens network connections",
+    "signal": "installs signal handlers",
+    "gc": "walks the interpreter's objects (harness internals)",
+    "inspect": "walks the interpreter's frames (harness internals)",
+    "ctypes": "calls native code outside the allowed backends",
+    "cffi": "calls native code outside the allowed backends",
+    "pickle": "loads precomputed results",
+    "shelve": "loads precomputed results",
+    "cockpit": "imports the harness",
+    "reference": "imports the task reference",
+    "builtins": "patches builtins",
+    "importlib": "imports modules by computed name",
+    "scipy": "calls library routines outside the allowed backends",
+}
+
+# Attribute names that reach into the interpreter or the harness, whatever they hang off.
+BANNED_ATTRS = {
+    "_getframe": "inspects the caller's frames",
+    "setprofile": "replaces the profiler hook",
+    "settrace": "replaces the trace hook",
+    "getprofile": "reads the profiler hook",
+    "gettrace": "reads the trace hook",
+    "_exit": "ends the process",
+    "exit": "ends the process",
+    "kill": "signals processes",
+    "system": "runs shell commands",
+    "popen": "runs shell commands",
+    "environ": "reads the environment",
+    "getenv": "reads the environment",
+    "_python_dispatch": "inspects the dispatcher state",
+    "_get_current_dispatch_mode": "inspects the dispatcher state",
+    "set_float32_matmul_precision": "changes global precision flags",
+    "allow_tf32": "changes global precision flags",
+    "allow_fp16_reduced_precision_reduction": "changes global precision flags",
+    "allow_bf16_reduced_precision_reduction": "changes global precision flags",
+    "set_flush_denormal": "changes global precision flags",
+    "set_default_dtype": "changes global precision flags",
+    "set_num_threads": "changes the thread pool",
+    "Stream": "runs work on a side stream",
+    "stream": "runs work on a side stream",
+    "ExternalStream": "runs work on a side stream",
+    "_set_stream": "runs work on a side stream",
+    "set_stream": "runs work on a side stream",
+    "accessPolicyWindow": "pins data in L2 (persisting cache)",
+    "cudaStreamSetAttribute": "pins data in L2 (persisting cache)",
+    "perf_counter": "reads or patches the harness timers",
+    "perf_counter_ns": "reads or patches the harness timers",
+    "elapsed_time": "reads or patches the harness timers",
+}
+
+BANNED_CALLS = {
+    "exec": "runs code built at run time",
+    "eval": "runs code built at run time",
+    "compile": "builds code at run time",
+    "__import__": "imports modules by computed name",
+    "open": "reads or writes files",
+    "globals": "rewrites module globals",
+    "vars": "reads objects' internals",
+    "setattr": "patches objects by computed name",
+    "delattr": "patches objects by computed name",
+    "breakpoint": "stops the process",
+    "input": "reads standard input",
+}
+
+# Assigning to an attribute of these modules is monkeypatching them.
+PROTECTED_MODULES = {"torch", "time", "triton", "numpy", "np", "sys", "os", "math", "tl"}
+
+
+@dataclass
+class Finding:
+    kind: str  # syntax | forbidden_call | static_rule
+    line: int
+    message: str
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _forbidden_match(text: str, forbidden: list[str]) -> str | None:
+    """Match a name, attribute chain or string against the task's forbidden list.
+
+    A bare entry ("geqrf") matches a whole dotted component, or any substring when it is longer
+    than five characters ("cusolver" in "libcusolver.so"). A qualified entry ("numpy.linalg.qr")
+    matches its components after the root, which may be aliased (`np.linalg.qr`, `A.qr`).
+    """
+    low = text.lower()
+    tokens = low.split(".")
+    for f in forbidden:
+        parts = f.lower().split(".")
+        if len(parts) == 1:
+            if parts[0] in tokens or (len(parts[0]) > 5 and parts[0] in low):
+                return f
+            continue
+        tail = parts[1:]
+        n = len(tail)
+        if len(tokens) > n and any(tokens[i : i + n] == tail for i in range(1, len(tokens) - n + 1)):
+            return f
+    return None
+
+
+def scan(source: str, forbidden: list[str] | None = None, filename: str = "candidate.py") -> list[Finding]:
+    """Return every rule the source breaks; empty means it may be loaded.
+
+    `forbidden` holds the task's forbidden names: qualified ("torch.geqrf") or bare substrings
+    ("geqrf", "cusolver"); both are matched in names, attribute chains and string constants, so
+    `getattr(torch, "geqrf")` and `torch.ops.aten.geqrf` are caught here, and `"geq" + "rf"`
+    by the dispatch recorder at run time.
+    """
+    forbidden = forbidden or []
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return [Finding("syntax", exc.lineno or 0, f"{exc.msg} (line {exc.lineno})")]
+    out: list[Finding] = []
+
+    def add(kind: str, node: ast.AST, message: str) -> None:
+        out.append(Finding(kind, getattr(node, "lineno", 0), message))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if isinstance(node, ast.ImportFrom):
+                names += [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                root = name.split(".")[0]
+                if root in BANNED_IMPORTS:
+                    add("static_rule", node, f"imports {root}: {BANNED_IMPORTS[root]}")
+                    break
+                hit = _forbidden_match(name, forbidden)
+                if hit:
+                    add("forbidden_call", node, f"imports {name} (forbidden: {hit})")
+                    break
+        elif isinstance(node, ast.Attribute):
+            if node.attr in BANNED_ATTRS:
+                add("static_rule", node, f"uses .{node.attr}: {BANNED_ATTRS[node.attr]}")
+            dotted = _dotted(node)
+            hit = dotted and _forbidden_match(dotted, forbidden)
+            if hit:
+                add("forbidden_call", node, f"uses {dotted} (forbidden: {hit})")
+        elif isinstance(node, ast.Name):
+            if node.id in BANNED_CALLS and node.id != "compile":
+                add("static_rule", node, f"uses {node.id}(): {BANNED_CALLS[node.id]}")
+            elif node.id == "compile" and isinstance(getattr(node, "ctx", None), ast.Load):
+                add("static_rule", node, "uses compile(): builds code at run time")
+            elif node.id in ("__builtins__", "__loader__", "__spec__"):
+                add("static_rule", node, f"uses {node.id}: reaches the import machinery")
+            hit = _forbidden_match(node.id, [f for f in forbidden if "." not in f])
+            if hit:
+                add("forbidden_call", node, f"uses {node.id} (forbidden: {hit})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            hit = _forbidden_match(node.value.strip(), [f for f in forbidden if "." not in f])
+            if hit and len(node.value) < 200:
+                add("forbidden_call", node, f"string {node.value!r} names a forbidden routine ({hit})")
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute):
+                    root = _dotted(t).split(".")[0]
+                    if root in PROTECTED_MODULES:
+                        add("static_rule", node, f"assigns {_dotted(t)}: monkeypatches {root}")
+        elif isinstance(node, ast.Global):
+            pass
+    # one finding per rule and line (ast.walk visits every prefix of an attribute chain)
+    seen, unique = set(), []
+    for f in out:
+        key = (f.kind, f.line)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
