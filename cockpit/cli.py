@@ -1,0 +1,217 @@
+"""`cockpit …` sub-commands. Thin: parse, call into the harness/engine, render, pick an exit code.
+
+Exit codes: 0 success (for `eval`: the candidate passed), 1 a verdict other than ok, 2 bad usage
+or bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+
+class UsageError(Exception):
+    """Bad usage or bad input: one line on stderr, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
+        sys.stderr.write(f"cockpit: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(2)
+
+
+def _device(arg: str | None) -> str:
+    import torch
+
+    if arg is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if arg.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is visible on this machine")
+    if arg != "cpu" and not arg.startswith("cuda"):
+        raise UsageError(f"--device {arg}: expected cpu or cuda")
+    return arg
+
+
+def _load_task(spec: str):
+    from cockpit.harness.task import TaskError, load_task
+
+    try:
+        return load_task(spec)
+    except TaskError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _mode(args: argparse.Namespace) -> str:
+    return "final" if args.final else "quick" if args.quick else "iterate"
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cockpit.harness.task import TaskError, default_kernels_dir, list_tasks, load_task
+
+    table = Table(title=f"tasks in {default_kernels_dir()}", title_justify="left")
+    for col in ("task", "summary", "public", "hidden", "benchmark", "seeds"):
+        table.add_column(col)
+    rows = []
+    for root in list_tasks():
+        try:
+            t = load_task(root)
+        except TaskError as exc:
+            table.add_row(root.name, f"[red]{exc}[/red]", "", "", "", "")
+            continue
+        g = t.shapes["gpu"]
+        seeds = [p.stem for p in t.seeds()]
+        rows.append({"name": t.name, "summary": t.summary, "path": str(t.root), "seeds": seeds})
+        table.add_row(t.name, t.summary, str(len(g["public"])), str(len(g["hidden"])), str(len(g["benchmark"])), ", ".join(seeds))
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        Console().print(table)
+    return 0
+
+
+def _progress_eval(task, candidate: Path, opts, quiet: bool):
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cockpit.harness.judge import evaluate
+
+    if quiet or not sys.stderr.isatty():
+        return evaluate(task, candidate, opts)
+    with Progress(TextColumn("[bold]{task.fields[stage]:>7}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
+        tid = prog.add_task("", total=1, stage="load")
+
+        def cb(stage: str, detail: str, done: int, total: int) -> None:
+            prog.update(tid, description=detail, completed=done, total=max(total, 1), stage=stage)
+
+        opts.progress = cb
+        return evaluate(task, candidate, opts)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from cockpit.harness.judge import CandidateError, Options
+    from cockpit.render import print_result
+
+    task = _load_task(args.task)
+    cand = Path(args.candidate)
+    if not cand.is_file():
+        raise UsageError(f"{cand}: no such candidate file")
+    opts = Options(device=_device(args.device), mode=_mode(args), strict=args.strict, profile=not args.no_profile)
+    try:
+        result = _progress_eval(task, cand, opts, quiet=args.json)
+    except CandidateError as exc:
+        raise UsageError(str(exc)) from None
+    d = result.to_dict()
+    if args.json:
+        print(json.dumps(d))
+    else:
+        print_result(d, Console())
+    return 0 if result.ok else 1
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cockpit.harness import baselines
+    from cockpit.harness.judge import Options
+    from cockpit.render import fmt_us
+
+    task = _load_task(args.task)
+    device = _device(args.device)
+    variants = args.variants or list(baselines.VARIANTS)
+    unknown = [v for v in variants if v not in baselines.VARIANTS]
+    if unknown:
+        raise UsageError(f"unknown baseline variant {unknown[0]!r}: choose from {', '.join(baselines.VARIANTS)}")
+    table = Table(title=f"baselines · {task.name} · {device}", title_justify="left")
+    for col in ("baseline", "status", "geomean", "hidden geomean", "score"):
+        table.add_column(col)
+    out = {}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for v in variants:
+            path = Path(tmp) / f"baseline_{v.replace('-', '_')}.py"
+            path.write_text(baselines.baseline_source(task, v))
+            opts = Options(device=device, mode=_mode(args), profile=False)
+            from cockpit.harness.judge import evaluate
+
+            r = evaluate(task, path, opts, exempt=True)
+            d = r.to_dict()
+            d["candidate"] = v
+            out[v] = d
+            if r.ok:
+                baselines.store(task, device, v, d)
+            table.add_row(v, r.status, fmt_us(r.geomean_us), fmt_us(r.hidden_geomean_us), fmt_us(r.score_us))
+            if not r.ok:
+                table.add_row("", "; ".join(x.line() for x in r.reasons)[:200], "", "", "")
+    if args.json:
+        print(json.dumps(out))
+    else:
+        Console().print(table)
+        Console().print(f"stored in {baselines.path_for(task, device)}")
+    return 0 if all(d["status"] == "ok" for d in out.values()) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="cockpit", description="Kernel Cockpit: an LLM agent optimizes GPU kernels against a verifier it cannot fool.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("tasks", help="list kernel tasks")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_tasks)
+
+    def eval_opts(s: argparse.ArgumentParser) -> None:
+        s.add_argument("--device", help="cpu or cuda (default: cuda when visible)")
+        g = s.add_mutually_exclusive_group()
+        g.add_argument("--final", action="store_true", help="final-ranking precision (SEM < 0.1%%, means)")
+        g.add_argument("--quick", action="store_true", help="a handful of samples: smoke tests and CI")
+        s.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+    s = sub.add_parser("eval", help="verify and time one candidate file")
+    s.add_argument("task", help="a task name under kernels/ or a path to a task folder")
+    s.add_argument("candidate", help="a Python file defining kernel(...)")
+    eval_opts(s)
+    s.add_argument("--strict", action="store_true", help="the task's stricter, size-independent check")
+    s.add_argument("--no-profile", action="store_true", help="skip the kernel census")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("baseline", help="measure the reference and torch.compile, store them for speedups")
+    s.add_argument("task")
+    eval_opts(s)
+    s.add_argument("--variants", nargs="+", help="reference, compile, compile-max-autotune (default: all)")
+    s.set_defaults(func=cmd_baseline)
+
+    try:
+        from cockpit import cli_loop  # the loop's sub-commands, once present
+
+        cli_loop.register(sub)
+    except ImportError:
+        pass
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        sys.stderr.write(f"cockpit: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("cockpit: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
