@@ -39,39 +39,71 @@ def machine() -> dict:
     import torch
     import triton
 
-    info = {"torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M")}
+    info = {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            info["smi"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu",
-                                          "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+            info["smi"] = subprocess.run(
+                [
+                    "nvidia-smi",
+                    "--query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu",
+                    "--format=csv,noheader",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout.strip()
     return info
 
 
 def summary(r) -> dict:
     d = r.to_dict()
     return {
-        "status": d["status"], "reasons": [f"{x['kind']}: {x['message'][:300]}" for x in d["reasons"]],
-        "geomean_us": d["geomean_us"], "hidden_geomean_us": d["hidden_geomean_us"], "score_us": d["score_us"],
-        "roofline_pct": d["roofline_pct"], "speedups": d["speedups"], "wall_s": round(d["wall_s"], 1),
-        "protections": d["protections"], "flags": d["flags"],
-        "profile": {k: d["profile"].get(k) for k in ("launches", "groups", "unit", "graphs", "graph_breaks")},
-        "shapes": [{"shape": s["shape"], "set": s["set"], "ok": s["ok"],
-                    "median_us": (s.get("timing") or {}).get("median_us"), "mean_us": (s.get("timing") or {}).get("mean_us"),
-                    "sem_pct": (s.get("timing") or {}).get("sem_pct"), "n": (s.get("timing") or {}).get("n"),
-                    "graph_us": (s.get("timing") or {}).get("graph_median_us"),
-                    "floor_us": s.get("floor_us"), "roofline_pct": s.get("roofline_pct"), "bound": s.get("bound")}
-                   for s in d["shapes"]],
+        "status": d["status"],
+        "reasons": [f"{x['kind']}: {x['message'][:300]}" for x in d["reasons"]],
+        "geomean_us": d["geomean_us"],
+        "hidden_geomean_us": d["hidden_geomean_us"],
+        "score_us": d["score_us"],
+        "roofline_pct": d["roofline_pct"],
+        "speedups": d["speedups"],
+        "wall_s": round(d["wall_s"], 1),
+        "protections": d["protections"],
+        "flags": d["flags"],
+        "profile": {
+            k: d["profile"].get(k) for k in ("launches", "groups", "unit", "graphs", "graph_breaks")
+        },
+        "shapes": [
+            {
+                "shape": s["shape"],
+                "set": s["set"],
+                "ok": s["ok"],
+                "median_us": (s.get("timing") or {}).get("median_us"),
+                "mean_us": (s.get("timing") or {}).get("mean_us"),
+                "sem_pct": (s.get("timing") or {}).get("sem_pct"),
+                "n": (s.get("timing") or {}).get("n"),
+                "graph_us": (s.get("timing") or {}).get("graph_median_us"),
+                "floor_us": s.get("floor_us"),
+                "roofline_pct": s.get("roofline_pct"),
+                "bound": s.get("bound"),
+            }
+            for s in d["shapes"]
+        ],
     }
 
 
 def line(name: str, s: dict) -> str:
     g = s["geomean_us"]
     sp = " ".join(f"{k}={v:.2f}x" for k, v in (s.get("speedups") or {}).items())
-    return (f"{name:38s} {s['status']:9s} geomean={g if g is None else round(g, 2)} us  "
-            f"hidden={s['hidden_geomean_us'] and round(s['hidden_geomean_us'], 2)} us  "
-            f"roof={s['roofline_pct'] and round(s['roofline_pct'], 1)}%  {sp}  ({s['wall_s']} s)  "
-            + ("; ".join(s["reasons"])[:300]))
+    return (
+        f"{name:38s} {s['status']:9s} geomean={g if g is None else round(g, 2)} us  "
+        f"hidden={s['hidden_geomean_us'] and round(s['hidden_geomean_us'], 2)} us  "
+        f"roof={s['roofline_pct'] and round(s['roofline_pct'], 1)}%  {sp}  ({s['wall_s']} s)  "
+        + ("; ".join(s["reasons"])[:300])
+    )
 
 
 SINK: dict = {}
@@ -105,11 +137,22 @@ def run_baselines(task, device: str, mode: str, variants: list[str], out: dict) 
     return out
 
 
-def plan_seeds(args, task_name: str | None = None, mode: str | None = None, variants: list[str] | None = None) -> dict:
+def plan_seeds(
+    args, task_name: str | None = None, mode: str | None = None, variants: list[str] | None = None
+) -> dict:
     task = load_task(task_name or args.task)
     mode = mode or args.mode
-    res = SINK.setdefault(f"seeds-{task.name}", {"machine": machine(), "task": task.name, "mode": mode,
-                                                 "verify_untimed": not args.skip_untimed, "baselines": {}, "seeds": {}})
+    res = SINK.setdefault(
+        f"seeds-{task.name}",
+        {
+            "machine": machine(),
+            "task": task.name,
+            "mode": mode,
+            "verify_untimed": not args.skip_untimed,
+            "baselines": {},
+            "seeds": {},
+        },
+    )
     if not args.skip_baselines:
         run_baselines(task, "cuda", mode, variants or args.variants, res["baselines"])
     for seed in task.seeds():
@@ -145,10 +188,25 @@ def plan_repeat(args) -> dict:
         for s in run["shapes"]:
             if s["median_us"]:
                 shapes.setdefault(s["shape"], []).append(s["median_us"])
-    spread = {k: {"min": min(v), "max": max(v), "spread_pct": 100 * (max(v) - min(v)) / statistics.median(v)} for k, v in shapes.items()}
+    spread = {
+        k: {
+            "min": min(v),
+            "max": max(v),
+            "spread_pct": 100 * (max(v) - min(v)) / statistics.median(v),
+        }
+        for k, v in shapes.items()
+    }
     geos = [r["geomean_us"] for r in runs if r["geomean_us"]]
-    out = {"machine": machine(), "task": task.name, "seed": args.seed, "runs": runs, "per_shape_spread": spread,
-           "geomean_spread_pct": 100 * (max(geos) - min(geos)) / statistics.median(geos) if geos else None}
+    out = {
+        "machine": machine(),
+        "task": task.name,
+        "seed": args.seed,
+        "runs": runs,
+        "per_shape_spread": spread,
+        "geomean_spread_pct": 100 * (max(geos) - min(geos)) / statistics.median(geos)
+        if geos
+        else None,
+    }
     log(f"geomean spread over {len(geos)} processes: {out['geomean_spread_pct']:.2f}%")
     for k, v in spread.items():
         log(f"  {k:40s} {v['min']:.2f}..{v['max']:.2f} us  spread {v['spread_pct']:.2f}%")
@@ -180,7 +238,9 @@ def plan_smoke(args) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--plan", required=True, choices=["smoke", "seeds", "repeat", "exploits", "all"])
-    p.add_argument("--skip-untimed", action="store_true", help="skip verify-only hidden shapes (timing runs)")
+    p.add_argument(
+        "--skip-untimed", action="store_true", help="skip verify-only hidden shapes (timing runs)"
+    )
     p.add_argument("--repeat-mode", default="iterate")
     p.add_argument("--task", default="softmax")
     p.add_argument("--tasks", nargs="+", default=["softmax"])
@@ -199,8 +259,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     name = f"{args.plan}-{args.task if args.plan in ('seeds', 'repeat') else 'all'}.json"
     SINK_PATH.append(out / name)
-    res = {"smoke": plan_smoke, "seeds": plan_seeds, "repeat": plan_repeat, "exploits": plan_exploits,
-           "all": plan_all}[args.plan](args)
+    res = {
+        "smoke": plan_smoke,
+        "seeds": plan_seeds,
+        "repeat": plan_repeat,
+        "exploits": plan_exploits,
+        "all": plan_all,
+    }[args.plan](args)
     SINK.update(res if res is not SINK else {})
     SINK["wall_s"] = time.time() - t0
     save()

@@ -68,7 +68,14 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         g = t.shapes["gpu"]
         seeds = [p.stem for p in t.seeds()]
         rows.append({"name": t.name, "summary": t.summary, "path": str(t.root), "seeds": seeds})
-        table.add_row(t.name, t.summary, str(len(g["public"])), str(len(g["hidden"])), str(len(g["benchmark"])), ", ".join(seeds))
+        table.add_row(
+            t.name,
+            t.summary,
+            str(len(g["public"])),
+            str(len(g["hidden"])),
+            str(len(g["benchmark"])),
+            ", ".join(seeds),
+        )
     if args.json:
         print(json.dumps(rows))
     else:
@@ -84,8 +91,15 @@ def _progress_eval(task, candidate: Path, opts, quiet: bool):
 
     if quiet or not sys.stderr.isatty():
         return evaluate(task, candidate, opts)
-    with Progress(TextColumn("[bold]{task.fields[stage]:>7}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
+    with Progress(
+        TextColumn("[bold]{task.fields[stage]:>7}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as prog:
         tid = prog.add_task("", total=1, stage="load")
 
         def cb(stage: str, detail: str, done: int, total: int) -> None:
@@ -105,7 +119,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cand = Path(args.candidate)
     if not cand.is_file():
         raise UsageError(f"{cand}: no such candidate file")
-    opts = Options(device=_device(args.device), mode=_mode(args), strict=args.strict, profile=not args.no_profile)
+    opts = Options(
+        device=_device(args.device),
+        mode=_mode(args),
+        strict=args.strict,
+        profile=not args.no_profile,
+    )
     try:
         result = _progress_eval(task, cand, opts, quiet=args.json)
     except CandidateError as exc:
@@ -131,7 +150,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     variants = args.variants or list(baselines.VARIANTS)
     unknown = [v for v in variants if v not in baselines.VARIANTS]
     if unknown:
-        raise UsageError(f"unknown baseline variant {unknown[0]!r}: choose from {', '.join(baselines.VARIANTS)}")
+        raise UsageError(
+            f"unknown baseline variant {unknown[0]!r}: choose from {', '.join(baselines.VARIANTS)}"
+        )
     table = Table(title=f"baselines · {task.name} · {device}", title_justify="left")
     for col in ("baseline", "status", "geomean", "hidden geomean", "score"):
         table.add_column(col)
@@ -151,7 +172,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             out[v] = d
             if r.ok:
                 baselines.store(task, device, v, d)
-            table.add_row(v, r.status, fmt_us(r.geomean_us), fmt_us(r.hidden_geomean_us), fmt_us(r.score_us))
+            table.add_row(
+                v, r.status, fmt_us(r.geomean_us), fmt_us(r.hidden_geomean_us), fmt_us(r.score_us)
+            )
             if not r.ok:
                 table.add_row("", "; ".join(x.line() for x in r.reasons)[:200], "", "", "")
     if args.json:
@@ -163,7 +186,10 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="cockpit", description="Kernel Cockpit: an LLM agent optimizes GPU kernels against a verifier it cannot fool.")
+    p = _Parser(
+        prog="cockpit",
+        description="Kernel Cockpit: an LLM agent optimizes GPU kernels against a verifier it cannot fool.",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("tasks", help="list kernel tasks")
@@ -173,22 +199,32 @@ def build_parser() -> argparse.ArgumentParser:
     def eval_opts(s: argparse.ArgumentParser) -> None:
         s.add_argument("--device", help="cpu or cuda (default: cuda when visible)")
         g = s.add_mutually_exclusive_group()
-        g.add_argument("--final", action="store_true", help="final-ranking precision (SEM < 0.1%%, means)")
-        g.add_argument("--quick", action="store_true", help="a handful of samples: smoke tests and CI")
+        g.add_argument(
+            "--final", action="store_true", help="final-ranking precision (SEM < 0.1%%, means)"
+        )
+        g.add_argument(
+            "--quick", action="store_true", help="a handful of samples: smoke tests and CI"
+        )
         s.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
     s = sub.add_parser("eval", help="verify and time one candidate file")
     s.add_argument("task", help="a task name under kernels/ or a path to a task folder")
     s.add_argument("candidate", help="a Python file defining kernel(...)")
     eval_opts(s)
-    s.add_argument("--strict", action="store_true", help="the task's stricter, size-independent check")
+    s.add_argument(
+        "--strict", action="store_true", help="the task's stricter, size-independent check"
+    )
     s.add_argument("--no-profile", action="store_true", help="skip the kernel census")
     s.set_defaults(func=cmd_eval)
 
-    s = sub.add_parser("baseline", help="measure the reference and torch.compile, store them for speedups")
+    s = sub.add_parser(
+        "baseline", help="measure the reference and torch.compile, store them for speedups"
+    )
     s.add_argument("task")
     eval_opts(s)
-    s.add_argument("--variants", nargs="+", help="reference, compile, compile-max-autotune (default: all)")
+    s.add_argument(
+        "--variants", nargs="+", help="reference, compile, compile-max-autotune (default: all)"
+    )
     s.set_defaults(func=cmd_baseline)
 
     try:

@@ -8,8 +8,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-STATUS_STYLE = {"ok": "bold green", "wrong": "bold red", "rejected": "bold magenta",
-                "load_error": "bold yellow", "timeout": "bold yellow", "crash": "bold red"}
+STATUS_STYLE = {
+    "ok": "bold green",
+    "wrong": "bold red",
+    "rejected": "bold magenta",
+    "load_error": "bold yellow",
+    "timeout": "bold yellow",
+    "crash": "bold red",
+}
 
 
 def fmt_us(us: float | None) -> str:
@@ -37,17 +43,28 @@ def compact_shape(params: dict[str, Any], fallback: str) -> str:
 
 
 def result_table(r: dict[str, Any]) -> Table:
-    t = Table(title=f"{r['task']} · {r['candidate']} · {r['device']} · {r['mode']}", title_justify="left")
+    t = Table(
+        title=f"{r['task']} · {r['candidate']} · {r['device']} · {r['mode']}", title_justify="left"
+    )
     t.add_column("shape", no_wrap=True)
-    for col, just in (("set", "left"), ("ok", "center"), ("median", "right"), ("±sem", "right"),
-                      ("n", "right"), ("floor", "right"), ("%roof", "right"), ("err/tol", "right")):
+    for col, just in (
+        ("set", "left"),
+        ("ok", "center"),
+        ("median", "right"),
+        ("±sem", "right"),
+        ("n", "right"),
+        ("floor", "right"),
+        ("%roof", "right"),
+        ("err/tol", "right"),
+    ):
         t.add_column(col, justify=just, no_wrap=True)
     for s in r["shapes"]:
         tm = s.get("timing") or {}
         err = s.get("error") or {}
         e = err.get("tol_ratio", err.get("worst_residual_ratio"))
         t.add_row(
-            compact_shape(s.get("params") or {}, s["shape"]), SET_SHORT.get(s["set"], s["set"]),
+            compact_shape(s.get("params") or {}, s["shape"]),
+            SET_SHORT.get(s["set"], s["set"]),
             "✓" if s["ok"] else Text("✗", style="red"),
             fmt_us(tm.get("median_us")),
             f"{tm.get('sem_pct') or 0:.2g}%" if tm else "",
@@ -80,8 +97,17 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     prof = r.get("profile") or {}
     if prof.get("launches") is not None:
         groups = ", ".join(f"{k} {v}" for k, v in prof.get("groups", {}).items())
-        console.print(f"  profile: {prof['launches']} {prof.get('unit', 'launches')} per call ({groups})")
+        console.print(
+            f"  profile: {prof['launches']} {prof.get('unit', 'launches')} per call ({groups})"
+        )
     if r.get("protections"):
-        console.print(Text("  protections: " + ", ".join(f"{k}={v}" for k, v in r["protections"].items()), style="dim"))
+        console.print(
+            Text(
+                "  protections: " + ", ".join(f"{k}={v}" for k, v in r["protections"].items()),
+                style="dim",
+            )
+        )
     if not r.get("comparable", True):
-        console.print(Text("  times are not comparable (Triton interpreter on the CPU)", style="yellow"))
+        console.print(
+            Text("  times are not comparable (Triton interpreter on the CPU)", style="yellow")
+        )

@@ -15,8 +15,14 @@ SEED = ROOT / "kernels/softmax/seeds/torch_eager.py"
 
 
 def cockpit(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cockpit.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "cockpit.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
 
 
 def test_tasks_lists_every_shipped_task():
@@ -43,7 +49,9 @@ def test_eval_of_a_passing_seed_prints_one_json_object_and_exits_0():
 
 def test_eval_of_a_wrong_candidate_exits_1_with_the_error_size(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import torch\n\ndef kernel(x):\n    return torch.softmax(x.float() * 1.01, -1).to(x.dtype)\n")
+    bad.write_text(
+        "import torch\n\ndef kernel(x):\n    return torch.softmax(x.float() * 1.01, -1).to(x.dtype)\n"
+    )
     r = cockpit("eval", "softmax", str(bad), "--device", "cpu", "--quick", "--json")
     assert r.returncode == 1
     d = json.loads(r.stdout)
@@ -89,7 +97,17 @@ def test_unknown_subcommand_is_one_line():
 
 def test_baseline_is_stored_and_eval_reports_speedup_against_it(tmp_path):
     env = {"COCKPIT_DATA_DIR": str(tmp_path)}
-    r = cockpit("baseline", "softmax", "--device", "cpu", "--quick", "--variants", "reference", "--json", env=env)
+    r = cockpit(
+        "baseline",
+        "softmax",
+        "--device",
+        "cpu",
+        "--quick",
+        "--variants",
+        "reference",
+        "--json",
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["reference"]["status"] == "ok"
     stored = list((tmp_path / "baselines" / "softmax").glob("*.json"))

@@ -64,7 +64,9 @@ def _trim_tb(exc: BaseException) -> str:
     """The candidate's own frames and the error line; torch/triton internals cut."""
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if f.filename.endswith("candidate.py")]
-    where = "; ".join(f"line {f.lineno} in {f.name}: {(f.line or '').strip()[:120]}" for f in mine[-3:])
+    where = "; ".join(
+        f"line {f.lineno} in {f.name}: {(f.line or '').strip()[:120]}" for f in mine[-3:]
+    )
     msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
     return f"{msg} ({where})" if where else msg
 
@@ -113,7 +115,9 @@ class Arena:
         nbytes = max(256 << 20, 2 * l2)
         self.flush = torch.empty(nbytes // 4, dtype=torch.float32, device=self.device)
         self.cudart = _load_cudart()
-        self.protections["l2_reset"] = "cudaCtxResetPersistingL2Cache" if self.cudart else "unavailable"
+        self.protections["l2_reset"] = (
+            "cudaCtxResetPersistingL2Cache" if self.cudart else "unavailable"
+        )
         self._l2_start = self._l2_state()
 
     def _l2_state(self) -> tuple[int, int]:
@@ -141,9 +145,19 @@ class Arena:
         (limit0, window0), (limit, window) = self._l2_start, self._l2_state()
         out = []
         if limit != limit0:
-            out.append(("l2", f"the persisting-L2 carve-out was changed from {limit0 >> 10} to {limit >> 10} KiB"))
+            out.append(
+                (
+                    "l2",
+                    f"the persisting-L2 carve-out was changed from {limit0 >> 10} to {limit >> 10} KiB",
+                )
+            )
         if window != window0:
-            out.append(("l2", f"an L2 access-policy window of {window >> 10} KiB was set on the timed stream"))
+            out.append(
+                (
+                    "l2",
+                    f"an L2 access-policy window of {window >> 10} KiB was set on the timed stream",
+                )
+            )
         return out
 
     def load(self) -> dict[str, Any]:
@@ -157,23 +171,46 @@ class Arena:
         except SyntaxError as exc:
             return {"ok": False, "kind": "syntax", "message": f"{exc.msg} (line {exc.lineno})"}
         except ModuleNotFoundError as exc:
-            return {"ok": False, "kind": "missing_import", "message": f"no module named {exc.name!r}"}
+            return {
+                "ok": False,
+                "kind": "missing_import",
+                "message": f"no module named {exc.name!r}",
+            }
         except ImportError as exc:
             return {"ok": False, "kind": "import_error", "message": _trim_tb(exc)}
         except (SystemExit, KeyboardInterrupt) as exc:
-            return {"ok": False, "kind": "integrity", "message": f"the candidate tried to end the process at import ({type(exc).__name__})"}
+            return {
+                "ok": False,
+                "kind": "integrity",
+                "message": f"the candidate tried to end the process at import ({type(exc).__name__})",
+            }
         except BaseException as exc:  # noqa: BLE001 - any import failure is a verdict
             kind, msg = _classify(exc)
-            return {"ok": False, "kind": "import_error" if kind == "exception" else kind, "message": msg}
+            return {
+                "ok": False,
+                "kind": "import_error" if kind == "exception" else kind,
+                "message": msg,
+            }
         kernel = getattr(module, "kernel", None)
         if not callable(kernel):
-            return {"ok": False, "kind": "no_kernel", "message": "the file defines no callable `kernel`"}
+            return {
+                "ok": False,
+                "kind": "no_kernel",
+                "message": "the file defines no callable `kernel`",
+            }
         self.module, self.kernel = module, kernel
         for name, obj in vars(module).items():
-            if hasattr(obj, "fn") and type(obj).__name__ in ("JITFunction", "Autotuner", "Heuristics"):
+            if hasattr(obj, "fn") and type(obj).__name__ in (
+                "JITFunction",
+                "Autotuner",
+                "Heuristics",
+            ):
                 self.triton_names.add(getattr(getattr(obj, "fn", None), "__name__", name))
-        uses_triton = bool(self.triton_names) or "triton" in sys.modules and any(
-            getattr(v, "__name__", "") == "triton" for v in vars(module).values())
+        uses_triton = (
+            bool(self.triton_names)
+            or "triton" in sys.modules
+            and any(getattr(v, "__name__", "") == "triton" for v in vars(module).values())
+        )
         return {
             "ok": True,
             "uses_triton": uses_triton,
@@ -207,11 +244,17 @@ class Arena:
             outs = [out]
         else:
             if not isinstance(out, tuple | list) or len(out) != self.n_outputs:
-                raise CallFailed("bad_type", f"expected a tuple of {self.n_outputs} tensors, got {type(out).__name__}")
+                raise CallFailed(
+                    "bad_type",
+                    f"expected a tuple of {self.n_outputs} tensors, got {type(out).__name__}",
+                )
             outs = list(out)
         for i, o in enumerate(outs):
             if type(o) is not torch.Tensor:  # noqa: E721 - exact type, subclasses are refused
-                raise CallFailed("bad_type", f"output {i} is a {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor")
+                raise CallFailed(
+                    "bad_type",
+                    f"output {i} is a {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor",
+                )
         return outs
 
     def _sync(self) -> None:
@@ -272,7 +315,9 @@ class Arena:
         info["outputs"] = [wire.pack(o, self.exchange, "o") for o in outs]
         info["mutated"] = [i for i, (a, b) in enumerate(zip(inputs, pristine)) if not _same(a, b)]
         info["aliased"] = _aliases(outs, [g[1] for g in guarded])
-        info["guard_broken"] = [i for i, (_, buf, raw) in enumerate(guarded) if not _guards_intact(buf, raw, inputs[i])]
+        info["guard_broken"] = [
+            i for i, (_, buf, raw) in enumerate(guarded) if not _guards_intact(buf, raw, inputs[i])
+        ]
         info["integrity"] = self.snapshot.diff() + (self._l2_diffs() if self.cuda else [])
         if msg.get("perturb") and not info["mutated"]:
             p = msg["perturb"]
@@ -284,16 +329,22 @@ class Arena:
         return info
 
     # --- timing ---------------------------------------------------------------------------------
-    def _fresh(self, pool: list[list[torch.Tensor]], k: int, rng: random.Random) -> list[torch.Tensor]:
+    def _fresh(
+        self, pool: list[list[torch.Tensor]], k: int, rng: random.Random
+    ) -> list[torch.Tensor]:
         """A call input no earlier call has seen: a pool entry scaled by (1 + d), d ~ U(±2^-7).
         New content and a new address each call, so caches keyed on pointers or content miss."""
         base = pool[k % len(pool)]
         scale = 1.0 + (rng.random() * 2 - 1) * 2**-7
-        return [(t.float() * scale).to(t.dtype) if t.is_floating_point() else t.clone() for t in base]
+        return [
+            (t.float() * scale).to(t.dtype) if t.is_floating_point() else t.clone() for t in base
+        ]
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
         pol = msg["policy"]
-        pool = [[wire.unpack(m, self.exchange, self.device) for m in entry] for entry in msg["pool"]]
+        pool = [
+            [wire.unpack(m, self.exchange, self.device) for m in entry] for entry in msg["pool"]
+        ]
         rng = random.Random(msg["seed"])
         check_at = set(msg.get("check_at", []))
         # warm-up: same code path, separate inputs
@@ -316,11 +367,13 @@ class Arena:
             samples.append(ev)
             host.append(hs)
             if i in check_at:
-                checked.append({
-                    "call": i,
-                    "inputs": [wire.pack(t, self.exchange, "ci") for t in inp],
-                    "outputs": [wire.pack(o, self.exchange, "co") for o in outs],
-                })
+                checked.append(
+                    {
+                        "call": i,
+                        "inputs": [wire.pack(t, self.exchange, "ci") for t in inp],
+                        "outputs": [wire.pack(o, self.exchange, "co") for o in outs],
+                    }
+                )
             if i % 16 == 0:
                 integrity_notes += self.snapshot.diff() + (self._l2_diffs() if self.cuda else [])
             i += 1
@@ -330,8 +383,15 @@ class Arena:
                 if i > max(check_at) + 1:
                     break
         integrity_notes += self.snapshot.diff()
-        out = {"ok": True, "samples": samples, "host": host, "checked": checked, "stop": stop,
-               "flush_us": flush_us, "integrity": integrity_notes}
+        out = {
+            "ok": True,
+            "samples": samples,
+            "host": host,
+            "checked": checked,
+            "stop": stop,
+            "flush_us": flush_us,
+            "integrity": integrity_notes,
+        }
         if self.cuda and msg.get("graph") and samples and sorted(samples)[len(samples) // 2] < 20.0:
             out["graph"] = self._graph_times(pool, rng)
         return out
@@ -402,7 +462,10 @@ class Arena:
                 samples.append(a.elapsed_time(b) * 1000.0)
             return {"ok": True, "samples": samples}
         except BaseException as exc:  # noqa: BLE001 - not every candidate can be captured
-            return {"ok": False, "message": f"not capturable: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"}
+            return {
+                "ok": False,
+                "message": f"not capturable: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}",
+            }
 
     # --- profile --------------------------------------------------------------------------------
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -422,15 +485,23 @@ class Arena:
             if not self.cuda and (ev.cpu_parent is not None or not ev.name.startswith("aten::")):
                 continue
             launches += 1
-            k = kernels.setdefault(ev.name, {"name": ev.name[:120], "calls": 0, "us": 0.0, "group": self._group(ev.name)})
+            k = kernels.setdefault(
+                ev.name,
+                {"name": ev.name[:120], "calls": 0, "us": 0.0, "group": self._group(ev.name)},
+            )
             k["calls"] += 1
             k["us"] += (ev.device_time if is_dev else ev.cpu_time_total) or 0.0
         top = sorted(kernels.values(), key=lambda k: -k["us"])[:12]
         groups: dict[str, int] = {}
         for k in kernels.values():
             groups[k["group"]] = groups.get(k["group"], 0) + k["calls"]
-        info: dict[str, Any] = {"ok": True, "launches": launches, "groups": groups, "top": top,
-                                "unit": "device kernels" if self.cuda else "top-level aten ops"}
+        info: dict[str, Any] = {
+            "ok": True,
+            "launches": launches,
+            "groups": groups,
+            "top": top,
+            "unit": "device kernels" if self.cuda else "top-level aten ops",
+        }
         try:
             from torch._dynamo.utils import counters
 
@@ -444,11 +515,23 @@ class Arena:
 
     def _group(self, name: str) -> str:
         base = name.split("(")[0].split("<")[0].strip()
-        if base in self.triton_names or name.startswith("triton_") or any(n in name for n in self.triton_names):
+        if (
+            base in self.triton_names
+            or name.startswith("triton_")
+            or any(n in name for n in self.triton_names)
+        ):
             return "triton"
-        if name.startswith("aten::") or "at::native" in name or "at::" in name or "elementwise" in name:
+        if (
+            name.startswith("aten::")
+            or "at::native" in name
+            or "at::" in name
+            or "elementwise" in name
+        ):
             return "aten"
-        if any(s in name.lower() for s in ("gemm", "cublas", "cutlass", "sm90", "xmma", "cudnn", "cusolver")):
+        if any(
+            s in name.lower()
+            for s in ("gemm", "cublas", "cutlass", "sm90", "xmma", "cudnn", "cusolver")
+        ):
             return "library"
         return "custom"
 
@@ -472,12 +555,19 @@ class Arena:
                 reply = {"ok": False, "kind": kind, "message": message}
             reply["seq"] = msg["seq"]
             self.conn.send_bytes(json.dumps(reply).encode())
-            if not reply["ok"] and reply.get("kind") in ("illegal_address", "crash", "oom") and self.cuda:
+            if (
+                not reply["ok"]
+                and reply.get("kind") in ("illegal_address", "crash", "oom")
+                and self.cuda
+            ):
                 return  # after a CUDA error this process is never reused
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.equal(a.view(torch.uint8) if a.is_contiguous() else a, b.view(torch.uint8) if b.is_contiguous() else b)
+    return a.shape == b.shape and torch.equal(
+        a.view(torch.uint8) if a.is_contiguous() else a,
+        b.view(torch.uint8) if b.is_contiguous() else b,
+    )
 
 
 def _aliases(outs: list[torch.Tensor], bufs: list[torch.Tensor]) -> list[str]:
@@ -498,7 +588,9 @@ def _guards_intact(buf: torch.Tensor, raw_before: torch.Tensor, inner: torch.Ten
     item = buf.element_size()
     g = _GUARD_BYTES
     n = inner.numel() * item
-    return bool(torch.equal(raw[:g], raw_before[:g]) and torch.equal(raw[g + n :], raw_before[g + n :]))
+    return bool(
+        torch.equal(raw[:g], raw_before[:g]) and torch.equal(raw[g + n :], raw_before[g + n :])
+    )
 
 
 def _jsonable(obj: Any) -> Any:
@@ -535,7 +627,11 @@ def main() -> None:
     try:
         protections = arena.setup()
     except BaseException as exc:  # noqa: BLE001
-        conn.send_bytes(json.dumps({"ok": False, "kind": "crash", "message": f"sandbox set-up failed: {exc}"}).encode())
+        conn.send_bytes(
+            json.dumps(
+                {"ok": False, "kind": "crash", "message": f"sandbox set-up failed: {exc}"}
+            ).encode()
+        )
         return
     # The candidate's prints must never reach the judge's stdout (and are never parsed)
     loaded = arena.load()

@@ -50,7 +50,11 @@ def store(task: Task, device: str, name: str, result: dict[str, Any]) -> Path:
         "status": result.get("status"),
         "geomean_us": result.get("geomean_us"),
         "score_us": result.get("score_us"),
-        "per_shape": {s["shape"]: s["timing"]["median_us"] for s in result.get("shapes", []) if s.get("timing")},
+        "per_shape": {
+            s["shape"]: s["timing"]["median_us"]
+            for s in result.get("shapes", [])
+            if s.get("timing")
+        },
         "mode": result.get("mode"),
         "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
     }

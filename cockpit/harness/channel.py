@@ -45,7 +45,9 @@ class ProtocolViolation(Exception):
 
 
 class Channel:
-    def __init__(self, workdir: Path, cache_dir: Path, device: str, memory_bytes: int | None) -> None:
+    def __init__(
+        self, workdir: Path, cache_dir: Path, device: str, memory_bytes: int | None
+    ) -> None:
         self.workdir = workdir
         self.log_path = workdir / "arena.log"
         parent, child = socket.socketpair()
@@ -58,8 +60,13 @@ class Channel:
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.harness.arena", "--fd", str(child.fileno())],
-            pass_fds=[child.fileno()], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=[child.fileno()],
+            env=env,
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         child.close()
         self.memory_bytes = memory_bytes
@@ -116,7 +123,9 @@ class Channel:
         self.send(msg)
         reply = self.recv(deadline)
         if reply.get("seq") != self.seq:
-            raise ProtocolViolation(f"a reply out of sequence arrived on the result channel (seq {reply.get('seq')!r})")
+            raise ProtocolViolation(
+                f"a reply out of sequence arrived on the result channel (seq {reply.get('seq')!r})"
+            )
         if self.conn.poll(0):
             raise ProtocolViolation("unsolicited bytes arrived on the result channel")
         return reply

@@ -17,18 +17,36 @@ from typing import Any
 import torch
 
 TIMERS = [
-    (time, "perf_counter"), (time, "perf_counter_ns"), (time, "monotonic"), (time, "monotonic_ns"),
-    (time, "time"), (time, "time_ns"), (time, "process_time"),
+    (time, "perf_counter"),
+    (time, "perf_counter_ns"),
+    (time, "monotonic"),
+    (time, "monotonic_ns"),
+    (time, "time"),
+    (time, "time_ns"),
+    (time, "process_time"),
 ]
 # functions a checker would use; patching them is aimed at a harness that checks in-process
-CHECKERS = [(torch, "allclose"), (torch, "equal"), (torch, "isclose"), (torch, "isfinite"),
-            (torch, "isnan"), (torch.testing, "assert_close")]
+CHECKERS = [
+    (torch, "allclose"),
+    (torch, "equal"),
+    (torch, "isclose"),
+    (torch, "isfinite"),
+    (torch, "isnan"),
+    (torch.testing, "assert_close"),
+]
 
 
 def _cuda_targets() -> list[tuple[Any, str]]:
-    return [(torch.cuda, "synchronize"), (torch.cuda, "Event"), (torch.cuda.Event, "record"),
-            (torch.cuda.Event, "elapsed_time"), (torch.cuda.Event, "synchronize"),
-            (torch.cuda, "current_stream"), (torch.cuda, "graph"), (torch.cuda, "CUDAGraph")]
+    return [
+        (torch.cuda, "synchronize"),
+        (torch.cuda, "Event"),
+        (torch.cuda.Event, "record"),
+        (torch.cuda.Event, "elapsed_time"),
+        (torch.cuda.Event, "synchronize"),
+        (torch.cuda, "current_stream"),
+        (torch.cuda, "graph"),
+        (torch.cuda, "CUDAGraph"),
+    ]
 
 
 def precision_flags() -> dict[str, Any]:
@@ -41,8 +59,12 @@ def precision_flags() -> dict[str, Any]:
     }
     try:
         flags["cuda.matmul.allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
-        flags["cuda.matmul.fp16_reduced"] = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
-        flags["cuda.matmul.bf16_reduced"] = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+        flags["cuda.matmul.fp16_reduced"] = (
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+        )
+        flags["cuda.matmul.bf16_reduced"] = (
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+        )
         flags["cudnn.allow_tf32"] = torch.backends.cudnn.allow_tf32
     except AttributeError:
         pass
@@ -55,7 +77,9 @@ class Snapshot:
     def __init__(self, cuda: bool, extra: list[tuple[Any, str]] | None = None) -> None:
         self.targets = TIMERS + CHECKERS + (_cuda_targets() if cuda else []) + (extra or [])
         self.ids = {(id(o), n): id(getattr(o, n, None)) for o, n in self.targets}
-        self.names = {(id(o), n): f"{getattr(o, '__name__', type(o).__name__)}.{n}" for o, n in self.targets}
+        self.names = {
+            (id(o), n): f"{getattr(o, '__name__', type(o).__name__)}.{n}" for o, n in self.targets
+        }
         self.builtins = {k: id(v) for k, v in vars(builtins).items()}
         self.torch_funcs = {k: id(v) for k, v in vars(torch).items() if callable(v)}
         self._torch_objs = {k: v for k, v in vars(torch).items() if callable(v)}
@@ -69,8 +93,11 @@ class Snapshot:
         for o, n in self.targets:
             key = (id(o), n)
             if id(getattr(o, n, None)) != self.ids[key]:
-                kind = "timer" if (o, n) in TIMERS or "Event" in self.names[key] or "synchronize" in n else (
-                    "checker" if (o, n) in CHECKERS else "patch")
+                kind = (
+                    "timer"
+                    if (o, n) in TIMERS or "Event" in self.names[key] or "synchronize" in n
+                    else ("checker" if (o, n) in CHECKERS else "patch")
+                )
                 out.append((kind, f"{self.names[key]} was replaced"))
         cur = vars(builtins)
         for k, v in self.builtins.items():
@@ -91,7 +118,12 @@ class Snapshot:
         extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if extra:
             names = ", ".join(t.name for t in extra[:3])
-            out.append(("threads", f"{len(extra)} background thread(s) still running after the call ({names})"))
+            out.append(
+                (
+                    "threads",
+                    f"{len(extra)} background thread(s) still running after the call ({names})",
+                )
+            )
         return out
 
 

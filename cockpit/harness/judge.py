@@ -56,7 +56,9 @@ class Options:
     time_limit_s: float | None = None
     memory_bytes: int | None = None
     strict: bool = False
-    verify_untimed: bool = True  # verify-only hidden shapes (the >2**31-element ones); benches may skip
+    verify_untimed: bool = (
+        True  # verify-only hidden shapes (the >2**31-element ones); benches may skip
+    )
     progress: Progress | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -74,8 +76,14 @@ def is_baseline(task: Task, source: str) -> bool:
     return False
 
 
-def evaluate(task: Task, candidate: str | Path, opts: Options | None = None, *, exempt: bool = False,
-             source: str | None = None) -> Result:
+def evaluate(
+    task: Task,
+    candidate: str | Path,
+    opts: Options | None = None,
+    *,
+    exempt: bool = False,
+    source: str | None = None,
+) -> Result:
     opts = opts or Options()
     path = Path(candidate)
     if source is None:
@@ -94,8 +102,13 @@ class _Evaluation:
         self.device = opts.device
         self.judge_device = torch.device(opts.device)
         self.policy = opts.policy or PRESETS[opts.mode if opts.mode in PRESETS else "iterate"]
-        self.res = Result(task=task.name, candidate=str(path), device=opts.device, mode=opts.mode,
-                          baseline_exempt=exempt)
+        self.res = Result(
+            task=task.name,
+            candidate=str(path),
+            device=opts.device,
+            mode=opts.mode,
+            baseline_exempt=exempt,
+        )
         self.exempt = exempt
         self.limit = opts.time_limit_s or task.time_limit_s
         self.deadline = 0.0
@@ -116,7 +129,11 @@ class _Evaluation:
         if self.opts.static and not self.exempt:
             findings = scan(self.source, self.task.forbidden)
             for f in findings:
-                res.fail(f.kind, f"line {f.line}: {f.message}" if f.kind != "syntax" else f.message, stage="load")
+                res.fail(
+                    f.kind,
+                    f"line {f.line}: {f.message}" if f.kind != "syntax" else f.message,
+                    stage="load",
+                )
             if findings:
                 res.wall_s = time.monotonic() - t0
                 return res
@@ -125,7 +142,9 @@ class _Evaluation:
         self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
         cache = scoring.data_dir() / "cache"
         cache.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.path, workdir / "candidate.py") if self.path.is_file() else (workdir / "candidate.py").write_text(self.source)
+        shutil.copyfile(self.path, workdir / "candidate.py") if self.path.is_file() else (
+            workdir / "candidate.py"
+        ).write_text(self.source)
         mem = self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
         try:
             self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
@@ -138,9 +157,17 @@ class _Evaluation:
         except _Stop:
             pass
         except ArenaTimeout:
-            res.fail("too_slow", f"over the {self.limit:.0f} s limit during {self.stage}", stage=self.stage)
+            res.fail(
+                "too_slow",
+                f"over the {self.limit:.0f} s limit during {self.stage}",
+                stage=self.stage,
+            )
         except ArenaOOM as exc:
-            res.fail("oom", f"process grew to {exc.rss >> 20} MiB (limit {mem >> 20} MiB)", stage=self.stage)
+            res.fail(
+                "oom",
+                f"process grew to {exc.rss >> 20} MiB (limit {mem >> 20} MiB)",
+                stage=self.stage,
+            )
         except ArenaDied as exc:
             self._died(exc)
         except ProtocolViolation as exc:
@@ -165,13 +192,27 @@ class _Evaluation:
             kind = "oom" if -rc == signal.SIGKILL else "crash"
             if "illegal memory access" in low:
                 kind = "illegal_address"
-            self.res.fail(kind, f"the process was killed by {name} during {self.stage}{_last_line(tail)}", stage=self.stage)
+            self.res.fail(
+                kind,
+                f"the process was killed by {name} during {self.stage}{_last_line(tail)}",
+                stage=self.stage,
+            )
         elif self.in_call:
-            self.res.fail("integrity", f"the candidate ended the process during the call (exit code {rc})", stage=self.stage)
+            self.res.fail(
+                "integrity",
+                f"the candidate ended the process during the call (exit code {rc})",
+                stage=self.stage,
+            )
         elif "illegal memory access" in low:
-            self.res.fail("illegal_address", f"CUDA illegal memory access{_last_line(tail)}", stage=self.stage)
+            self.res.fail(
+                "illegal_address", f"CUDA illegal memory access{_last_line(tail)}", stage=self.stage
+            )
         else:
-            self.res.fail("crash", f"the process exited with code {rc} during {self.stage}{_last_line(tail)}", stage=self.stage)
+            self.res.fail(
+                "crash",
+                f"the process exited with code {rc} during {self.stage}{_last_line(tail)}",
+                stage=self.stage,
+            )
 
     def _request(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.in_call = True
@@ -193,7 +234,13 @@ class _Evaluation:
             "cache_dir": str(cache),
             "n_outputs": len(task.outputs),
             "forbidden_ops": [] if self.exempt else task.forbidden_ops,
-            "forbidden_cnames": [] if self.exempt else [f.split(".")[-1] for f in task.forbidden if "." in f and f.split(".")[0] in ("numpy", "scipy")],
+            "forbidden_cnames": []
+            if self.exempt
+            else [
+                f.split(".")[-1]
+                for f in task.forbidden
+                if "." in f and f.split(".")[0] in ("numpy", "scipy")
+            ],
             "sandbox": self.opts.sandbox,
             "exclude": [str(task.root), str(Path(__file__).resolve().parents[2])],
             "memory_bytes": mem if self.device == "cpu" else None,
@@ -204,12 +251,16 @@ class _Evaluation:
         self.in_call = False
         self.res.protections = loaded.get("protections", {})
         if not loaded.get("ok"):
-            self.res.fail(loaded.get("kind", "import_error"), loaded.get("message", ""), stage="load")
+            self.res.fail(
+                loaded.get("kind", "import_error"), loaded.get("message", ""), stage="load"
+            )
             raise _Stop
         self.res.profile["family"] = loaded.get("family", "")
         if self.device == "cpu" and loaded.get("uses_triton"):
             self.res.comparable = False
-            self.res.flags.append("Triton ran in the CPU interpreter: times are for correctness runs only, not comparable")
+            self.res.flags.append(
+                "Triton ran in the CPU interpreter: times are for correctness runs only, not comparable"
+            )
         self._integrity(loaded.get("integrity", []), "load")
 
     def _integrity(self, diffs: list, stage: str, shape: str = "") -> None:
@@ -218,8 +269,14 @@ class _Evaluation:
             if message in seen:
                 continue
             seen.add(message)
-            what = {"timer": "timer", "checker": "checker function", "flags": "precision flag",
-                    "threads": "threads", "patch": "monkeypatch", "l2": "persisting L2"}.get(kind, kind)
+            what = {
+                "timer": "timer",
+                "checker": "checker function",
+                "flags": "precision flag",
+                "threads": "threads",
+                "patch": "monkeypatch",
+                "l2": "persisting L2",
+            }.get(kind, kind)
             self.res.fail("integrity", f"{what}: {message}", stage=stage, shape=shape)
         if seen:
             raise _Stop
@@ -250,8 +307,14 @@ class _Evaluation:
     def _verify_shape(self, ref: Any, shape: Shape) -> ShapeResult:
         task, res = self.task, self.res
         label = shape.describe()
-        sr = ShapeResult(shape=label, set=shape.set, hidden=shape.hidden, ok=False, params=dict(shape.params),
-                         weight=shape.weight)
+        sr = ShapeResult(
+            shape=label,
+            set=shape.set,
+            hidden=shape.hidden,
+            ok=False,
+            params=dict(shape.params),
+            weight=shape.weight,
+        )
         seed = secrets.randbits(62)
         inputs = tuple(ref.make_inputs(dict(shape.params), seed, str(self.judge_device)))
         metas = [wire.pack(t, self.ex, "i") for t in inputs]
@@ -260,24 +323,43 @@ class _Evaluation:
         reply = self._request({"op": "verify", "inputs": metas, "perturb": perturb})
         if not reply.get("ok"):
             kind = reply.get("kind", "exception")
-            if kind in ("exception", "oom", "illegal_address") and _numel(inputs) > INT32_LIMIT and kind == "illegal_address":
+            if (
+                kind in ("exception", "oom", "illegal_address")
+                and _numel(inputs) > INT32_LIMIT
+                and kind == "illegal_address"
+            ):
                 kind = "overflow"
             res.fail(kind, reply.get("message", ""), stage="verify", shape=label)
             if kind in ("integrity", "illegal_address", "crash", "oom"):
                 raise _Stop
             return sr
         if reply.get("ops") and not self.exempt:
-            res.fail("forbidden_call", f"called {', '.join(reply['ops'])} at run time", stage="verify", shape=label)
+            res.fail(
+                "forbidden_call",
+                f"called {', '.join(reply['ops'])} at run time",
+                stage="verify",
+                shape=label,
+            )
             raise _Stop
         self._integrity(reply.get("integrity", []), "verify", label)
         for i in reply.get("mutated", []):
             if not task.allow_inplace:
-                res.fail("input_mutated", f"input {task.inputs[i]!r} was modified by the call", stage="verify", shape=label)
+                res.fail(
+                    "input_mutated",
+                    f"input {task.inputs[i]!r} was modified by the call",
+                    stage="verify",
+                    shape=label,
+                )
         for msg in reply.get("aliased", []):
             if not task.allow_inplace:
                 res.fail("output_aliases_input", msg, stage="verify", shape=label)
         for i in reply.get("guard_broken", []):
-            res.fail("out_of_bounds", f"a write landed outside input {task.inputs[i]!r} (guard band changed)", stage="verify", shape=label)
+            res.fail(
+                "out_of_bounds",
+                f"a write landed outside input {task.inputs[i]!r} (guard band changed)",
+                stage="verify",
+                shape=label,
+            )
         if len(res.reasons) > n_fail:
             return sr
         outputs = self._receive_outputs(ref, inputs, reply["outputs"], label)
@@ -289,8 +371,15 @@ class _Evaluation:
             kind = "nan_inf" if metrics.get("nonfinite") else "numerical"
             if _numel(inputs) > INT32_LIMIT:
                 kind = "overflow"
-                metrics["message"] = f"wrong only where tensors exceed 2**31 elements (32-bit index overflow?): {metrics.get('message', '')}"
-            res.fail(kind, metrics.get("message", "outputs do not match the reference"), stage="verify", shape=label)
+                metrics["message"] = (
+                    f"wrong only where tensors exceed 2**31 elements (32-bit index overflow?): {metrics.get('message', '')}"
+                )
+            res.fail(
+                kind,
+                metrics.get("message", "outputs do not match the reference"),
+                stage="verify",
+                shape=label,
+            )
             return sr
         if "perturbed" in reply:
             changed = _apply_perturbation(inputs, perturb)
@@ -299,41 +388,91 @@ class _Evaluation:
                 return sr
             ok2, m2 = run_check(task, ref, changed, outs2, strict=self.opts.strict)
             if not ok2:
-                res.fail("stale_output", "after one input element changed, the output did not follow "
-                         f"(cached or replayed result?): {m2.get('message', '')}", stage="verify", shape=label)
+                res.fail(
+                    "stale_output",
+                    "after one input element changed, the output did not follow "
+                    f"(cached or replayed result?): {m2.get('message', '')}",
+                    stage="verify",
+                    shape=label,
+                )
                 return sr
         sr.ok = True
         return sr
 
-    def _receive_outputs(self, ref: Any, inputs: tuple, metas: list[dict], label: str) -> list[torch.Tensor] | None:
+    def _receive_outputs(
+        self, ref: Any, inputs: tuple, metas: list[dict], label: str
+    ) -> list[torch.Tensor] | None:
         """Validate metadata before reading any bytes, then load outputs onto the judge's device."""
         res, task = self.res, self.task
         try:
-            expect = expected_meta(ref, inputs) if not callable(getattr(ref, "check", None)) else None
+            expect = (
+                expected_meta(ref, inputs) if not callable(getattr(ref, "check", None)) else None
+            )
         except Exception:  # noqa: BLE001
             expect = None
         outs = []
         for j, m in enumerate(metas):
             name = task.outputs[j] if j < len(task.outputs) else str(j)
             if str(m.get("device", "")).split(":")[0] != self.judge_device.type:
-                res.fail("bad_device", f"output {name!r} is on {m.get('device')}, expected {self.judge_device.type}", stage=self.stage, shape=label)
+                res.fail(
+                    "bad_device",
+                    f"output {name!r} is on {m.get('device')}, expected {self.judge_device.type}",
+                    stage=self.stage,
+                    shape=label,
+                )
                 return None
             if task.contiguous_outputs and not m.get("contiguous", True):
-                res.fail("bad_strides", f"output {name!r} is not contiguous (strides {m.get('stride')})", stage=self.stage, shape=label)
+                res.fail(
+                    "bad_strides",
+                    f"output {name!r} is not contiguous (strides {m.get('stride')})",
+                    stage=self.stage,
+                    shape=label,
+                )
                 return None
             if expect is not None:
                 shape, dtype = expect[j]
                 if tuple(m["shape"]) != tuple(shape):
-                    res.fail("bad_shape", f"output {name!r} has shape {tuple(m['shape'])}, expected {tuple(shape)}", stage=self.stage, shape=label)
+                    res.fail(
+                        "bad_shape",
+                        f"output {name!r} has shape {tuple(m['shape'])}, expected {tuple(shape)}",
+                        stage=self.stage,
+                        shape=label,
+                    )
                     return None
                 if m["dtype"] != str(dtype).removeprefix("torch."):
-                    res.fail("bad_dtype", f"output {name!r} is {m['dtype']}, expected {str(dtype).removeprefix('torch.')}", stage=self.stage, shape=label)
+                    res.fail(
+                        "bad_dtype",
+                        f"output {name!r} is {m['dtype']}, expected {str(dtype).removeprefix('torch.')}",
+                        stage=self.stage,
+                        shape=label,
+                    )
                     return None
             elif math.prod(m["shape"]) > 4 * max(t.numel() for t in inputs) + 1024:
-                res.fail("bad_shape", f"output {name!r} has shape {tuple(m['shape'])}, far larger than the inputs", stage=self.stage, shape=label)
+                res.fail(
+                    "bad_shape",
+                    f"output {name!r} has shape {tuple(m['shape'])}, far larger than the inputs",
+                    stage=self.stage,
+                    shape=label,
+                )
                 return None
-            if m["dtype"] not in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"):
-                res.fail("bad_dtype", f"output {name!r} has dtype {m['dtype']}", stage=self.stage, shape=label)
+            if m["dtype"] not in (
+                "float64",
+                "float32",
+                "float16",
+                "bfloat16",
+                "int64",
+                "int32",
+                "int16",
+                "int8",
+                "uint8",
+                "bool",
+            ):
+                res.fail(
+                    "bad_dtype",
+                    f"output {name!r} has dtype {m['dtype']}",
+                    stage=self.stage,
+                    shape=label,
+                )
                 return None
             outs.append(wire.unpack(m, self.ex, self.judge_device))
         return outs
@@ -341,7 +480,9 @@ class _Evaluation:
     # --- time -----------------------------------------------------------------------------------
     def _time_all(self, ref: Any) -> None:
         self.stage = "time"
-        timed = [s for s in self._shapes("benchmark")] + [s for s in self._shapes("hidden") if s.timed]
+        timed = [s for s in self._shapes("benchmark")] + [
+            s for s in self._shapes("hidden") if s.timed
+        ]
         by_label = {sr.shape + sr.set: sr for sr in self.res.shapes}
         for i, shape in enumerate(timed):
             self._progress(shape.describe() if not shape.hidden else f"hidden #{i}", i, len(timed))
@@ -353,12 +494,16 @@ class _Evaluation:
 
     def _time_shape(self, ref: Any, shape: Shape, sr: ShapeResult) -> None:
         pol = self.policy
-        first = tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))
+        first = tuple(
+            ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
+        )
         per_set = sum(t.numel() * t.element_size() for t in first)
         budget = (1 << 30) if self.device != "cpu" else (64 << 20)
         n_pool = max(2, min(8, budget // max(per_set, 1)))
-        pool = [first] + [tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))
-                          for _ in range(n_pool - 1)]
+        pool = [first] + [
+            tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))
+            for _ in range(n_pool - 1)
+        ]
         rng = random.Random(secrets.randbits(62))
         check_at = sorted(rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples)))
         msg = {
@@ -373,7 +518,9 @@ class _Evaluation:
         reply = self._request(msg)
         label = sr.shape
         if not reply.get("ok"):
-            self.res.fail(reply.get("kind", "exception"), reply.get("message", ""), stage="time", shape=label)
+            self.res.fail(
+                reply.get("kind", "exception"), reply.get("message", ""), stage="time", shape=label
+            )
             raise _Stop
         self._integrity(reply.get("integrity", []), "time", label)
         for c in reply.get("checked", []):
@@ -383,9 +530,13 @@ class _Evaluation:
                 raise _Stop
             ok, metrics = run_check(self.task, ref, inputs, outs, strict=self.opts.strict)
             if not ok:
-                self.res.fail("stale_output", f"timed call #{c['call']} returned a wrong result although verification "
-                              f"passed (results depend on call count or a cache): {metrics.get('message', '')}",
-                              stage="time", shape=label)
+                self.res.fail(
+                    "stale_output",
+                    f"timed call #{c['call']} returned a wrong result although verification "
+                    f"passed (results depend on call count or a cache): {metrics.get('message', '')}",
+                    stage="time",
+                    shape=label,
+                )
                 raise _Stop
         samples, host = reply["samples"], reply["host"]
         stats = summarize(samples, host, reply.get("stop", ""))
@@ -397,9 +548,13 @@ class _Evaluation:
             flush = reply.get("flush_us", 0.0)
             excess = statistics.median([h - e - flush for h, e in zip(host, samples)])
             if excess > max(0.5 * stats.median_us, 50.0):
-                self.res.fail("hidden_work", f"host clock saw {stats.host_median_us:.1f} us per call but the timed "
-                              f"stream only {stats.median_us:.1f} us: work runs outside the timed stream",
-                              stage="time", shape=label)
+                self.res.fail(
+                    "hidden_work",
+                    f"host clock saw {stats.host_median_us:.1f} us per call but the timed "
+                    f"stream only {stats.median_us:.1f} us: work runs outside the timed stream",
+                    stage="time",
+                    shape=label,
+                )
                 raise _Stop
 
     # --- profile --------------------------------------------------------------------------------
@@ -409,7 +564,9 @@ class _Evaluation:
         shape = shapes[0]
         self._progress(shape.describe(), 0, 1)
         inputs = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
-        reply = self._request({"op": "profile", "inputs": [wire.pack(t, self.ex, "f") for t in inputs]})
+        reply = self._request(
+            {"op": "profile", "inputs": [wire.pack(t, self.ex, "f") for t in inputs]}
+        )
         if reply.get("ok"):
             reply.pop("ok", None)
             reply.pop("seq", None)
@@ -424,7 +581,9 @@ class _Evaluation:
         self.stage = "score"
         ceil = scoring.ceilings(self.device)
         final = self.opts.mode == "final"
-        shapes = {(s.describe(), s.set): s for s in self._shapes("benchmark") + self._shapes("hidden")}
+        shapes = {
+            (s.describe(), s.set): s for s in self._shapes("benchmark") + self._shapes("hidden")
+        }
         bench, hidden = [], []
         for sr in res.shapes:
             if not sr.timing:
@@ -434,27 +593,48 @@ class _Evaluation:
             t = sr.timing.mean_us if final else sr.timing.median_us
             sr.floor_us, sr.bound = fl, bound
             sr.roofline_pct = 100.0 * fl / t if t > 0 else None
-            if res.comparable and t < fl * 0.98:
-                res.fail("impossible_speed", f"{t:.2f} us is below the physical floor of {fl:.2f} us ({bound}-bound)",
-                         stage="score", shape=sr.shape)
+            # On the CPU there is no flush, so small inputs sit in cache and beat the DRAM floor
+            # legitimately: the impossible-speed gate is for flushed (GPU) timings only.
+            if res.comparable and self.device != "cpu" and t < fl * 0.98:
+                res.fail(
+                    "impossible_speed",
+                    f"{t:.2f} us is below the physical floor of {fl:.2f} us ({bound}-bound)",
+                    stage="score",
+                    shape=sr.shape,
+                )
             (bench if sr.set == "benchmark" else hidden).append((t, fl, sr.weight))
         if bench:
-            res.geomean_us = scoring.score([b[0] for b in bench], [b[1] for b in bench], [b[2] for b in bench])
-            floors = scoring.score([b[1] for b in bench], [b[1] for b in bench], [b[2] for b in bench])
+            res.geomean_us = scoring.score(
+                [b[0] for b in bench], [b[1] for b in bench], [b[2] for b in bench]
+            )
+            floors = scoring.score(
+                [b[1] for b in bench], [b[1] for b in bench], [b[2] for b in bench]
+            )
             res.roofline_pct = 100.0 * floors / res.geomean_us
         if hidden:
-            res.hidden_geomean_us = scoring.score([h[0] for h in hidden], [h[1] for h in hidden], [h[2] for h in hidden])
+            res.hidden_geomean_us = scoring.score(
+                [h[0] for h in hidden], [h[1] for h in hidden], [h[2] for h in hidden]
+            )
         every = bench + hidden
         if every:
-            res.score_us = scoring.score([e[0] for e in every], [e[1] for e in every], [e[2] for e in every])
+            res.score_us = scoring.score(
+                [e[0] for e in every], [e[1] for e in every], [e[2] for e in every]
+            )
         stored = baselines.load(task, self.device)
         for name, b in stored.items():
             if b.get("geomean_us") and res.geomean_us:
                 res.speedups[name] = b["geomean_us"] / res.geomean_us
         ref_b = stored.get("reference", {}).get("per_shape", {})
         for sr in res.shapes:
-            if sr.timing and ref_b.get(sr.shape) and ref_b[sr.shape] / sr.timing.median_us > 10 and not self.exempt:
-                res.flags.append(f"review: {sr.shape} is {ref_b[sr.shape] / sr.timing.median_us:.0f}x faster than the reference")
+            if (
+                sr.timing
+                and ref_b.get(sr.shape)
+                and ref_b[sr.shape] / sr.timing.median_us > 10
+                and not self.exempt
+            ):
+                res.flags.append(
+                    f"review: {sr.shape} is {ref_b[sr.shape] / sr.timing.median_us:.0f}x faster than the reference"
+                )
 
 
 def _choose_perturbation(inputs: tuple[torch.Tensor, ...]) -> dict[str, Any] | None:
@@ -466,7 +646,9 @@ def _choose_perturbation(inputs: tuple[torch.Tensor, ...]) -> dict[str, Any] | N
     return None
 
 
-def _apply_perturbation(inputs: tuple[torch.Tensor, ...], p: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+def _apply_perturbation(
+    inputs: tuple[torch.Tensor, ...], p: dict[str, Any]
+) -> tuple[torch.Tensor, ...]:
     out = [t.clone() for t in inputs]
     out[p["input"]].view(-1)[p["index"]] = p["value"]
     return tuple(out)

@@ -16,13 +16,31 @@ from pathlib import Path
 # Variables the candidate's process keeps; everything else (provider keys, secret seeds, the
 # engine's configuration) is dropped before it starts.
 KEEP_ENV = {
-    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
-    "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
-    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH", "VIRTUAL_ENV",
-    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
-    "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TZ",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LD_LIBRARY_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "TRITON_PTXAS_PATH",
+    "TRITON_CUOBJDUMP_PATH",
+    "TRITON_NVDISASM_PATH",
 }
 
 
@@ -140,9 +158,20 @@ def apply_landlock(read_paths: list[str], write_paths: list[str]) -> str:
                 try:
                     allowed = rights
                     if not os.path.isdir(p):  # file rules accept file rights only
-                        allowed &= _FS_EXECUTE | _FS_WRITE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+                        allowed &= (
+                            _FS_EXECUTE | _FS_WRITE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+                        )
                     rule = _PathBeneath(allowed=allowed, parent_fd=pfd)
-                    if libc.syscall(_SYS_ADD, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) == 0:
+                    if (
+                        libc.syscall(
+                            _SYS_ADD,
+                            ctypes.c_int(fd),
+                            ctypes.c_int(1),
+                            ctypes.byref(rule),
+                            ctypes.c_uint32(0),
+                        )
+                        == 0
+                    ):
                         added += 1
                 finally:
                     os.close(pfd)
@@ -158,8 +187,22 @@ def apply_landlock(read_paths: list[str], write_paths: list[str]) -> str:
 def default_read_paths(exclude: list[str]) -> list[str]:
     """What an imported torch/triton needs to keep working: the interpreter, site-packages, system
     libraries and compilers (Triton and inductor build small modules), devices and /proc."""
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/bin",
-                  "/sbin", "/etc", "/opt", "/proc", "/sys", "/run", "/var/lib"]
+    candidates = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        "/usr",
+        "/lib",
+        "/lib64",
+        "/bin",
+        "/sbin",
+        "/etc",
+        "/opt",
+        "/proc",
+        "/sys",
+        "/run",
+        "/var/lib",
+    ]
     candidates += [p for p in sys.path if p and os.path.isdir(p)]
     excl = [os.path.realpath(e) for e in exclude]
     out = []

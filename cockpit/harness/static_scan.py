@@ -124,12 +124,16 @@ def _forbidden_match(text: str, forbidden: list[str]) -> str | None:
             continue
         tail = parts[1:]
         n = len(tail)
-        if len(tokens) > n and any(tokens[i : i + n] == tail for i in range(1, len(tokens) - n + 1)):
+        if len(tokens) > n and any(
+            tokens[i : i + n] == tail for i in range(1, len(tokens) - n + 1)
+        ):
             return f
     return None
 
 
-def scan(source: str, forbidden: list[str] | None = None, filename: str = "candidate.py") -> list[Finding]:
+def scan(
+    source: str, forbidden: list[str] | None = None, filename: str = "candidate.py"
+) -> list[Finding]:
     """Return every rule the source breaks; empty means it may be loaded.
 
     `forbidden` holds the task's forbidden names: qualified ("torch.geqrf") or bare substrings
@@ -149,7 +153,11 @@ def scan(source: str, forbidden: list[str] | None = None, filename: str = "candi
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
             if isinstance(node, ast.ImportFrom):
                 names += [f"{node.module}.{a.name}" for a in node.names]
             for name in names:
@@ -181,7 +189,11 @@ def scan(source: str, forbidden: list[str] | None = None, filename: str = "candi
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             hit = _forbidden_match(node.value.strip(), [f for f in forbidden if "." not in f])
             if hit and len(node.value) < 200:
-                add("forbidden_call", node, f"string {node.value!r} names a forbidden routine ({hit})")
+                add(
+                    "forbidden_call",
+                    node,
+                    f"string {node.value!r} names a forbidden routine ({hit})",
+                )
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:

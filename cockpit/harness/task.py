@@ -239,7 +239,9 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
     shapes: dict[str, dict[str, list[Shape]]] = {}
     for device, table in (("gpu", shapes_raw), ("cpu", shapes_raw.get("cpu", {}))):
         shapes[device] = {
-            s: _shape_list(table.get(s), f"{toml_path}: shapes{'.cpu' if device == 'cpu' else ''}.{s}", s)
+            s: _shape_list(
+                table.get(s), f"{toml_path}: shapes{'.cpu' if device == 'cpu' else ''}.{s}", s
+            )
             for s in SHAPE_SETS
         }
         if not shapes[device]["public"]:

@@ -36,8 +36,17 @@ PRESETS = {
     "iterate": Policy(),
     "final": Policy(target_sem=0.001),
     # CI and smoke tests on a 2-core CPU: a handful of samples, labelled as such in the result
-    "quick": Policy(min_samples=5, min_total_ms=5.0, target_sem=0.05, max_total_ms=300.0,
-                    max_wall_s=20.0, max_samples=50, warmup_calls=1, warmup_ms=0.0, check_calls=1),
+    "quick": Policy(
+        min_samples=5,
+        min_total_ms=5.0,
+        target_sem=0.05,
+        max_total_ms=300.0,
+        max_wall_s=20.0,
+        max_samples=50,
+        warmup_calls=1,
+        warmup_ms=0.0,
+        check_calls=1,
+    ),
 }
 
 
@@ -51,7 +60,11 @@ def should_stop(samples_us: list[float], wall_s: float, policy: Policy) -> str:
         return "max_total"
     if wall_s >= policy.max_wall_s:
         return "max_wall"
-    if n >= policy.min_samples and total_ms >= policy.min_total_ms and sem_ratio(samples_us) < policy.target_sem:
+    if (
+        n >= policy.min_samples
+        and total_ms >= policy.min_total_ms
+        and sem_ratio(samples_us) < policy.target_sem
+    ):
         return "converged"
     return ""
 
@@ -71,7 +84,9 @@ def percentile(sorted_samples: list[float], q: float) -> float:
     return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (k - lo)
 
 
-def summarize(samples_us: list[float], host_us: list[float] | None = None, stop: str = "") -> TimingStats:
+def summarize(
+    samples_us: list[float], host_us: list[float] | None = None, stop: str = ""
+) -> TimingStats:
     s = sorted(samples_us)
     mean = statistics.fmean(s)
     return TimingStats(

@@ -40,7 +40,9 @@ def as_tuple(x: Any) -> tuple:
     return tuple(x) if isinstance(x, tuple | list) else (x,)
 
 
-def expected_meta(ref: ModuleType, inputs: tuple[torch.Tensor, ...]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+def expected_meta(
+    ref: ModuleType, inputs: tuple[torch.Tensor, ...]
+) -> list[tuple[tuple[int, ...], torch.dtype]]:
     """Shapes and dtypes the reference produces, on the meta device when the ops allow it."""
     try:
         outs = as_tuple(ref.reference(*[t.to("meta") for t in inputs]))
@@ -53,17 +55,27 @@ def _upcast(t: torch.Tensor) -> torch.Tensor:
     return t.double() if t.is_floating_point() else t
 
 
-def default_check(task: Task, ref: ModuleType, inputs: tuple[torch.Tensor, ...],
-                  outputs: list[torch.Tensor]) -> tuple[bool, dict[str, Any]]:
+def default_check(
+    task: Task, ref: ModuleType, inputs: tuple[torch.Tensor, ...], outputs: list[torch.Tensor]
+) -> tuple[bool, dict[str, Any]]:
     """Element-wise check against the float64 reference, chunked along dim 0 of the task's
     `batch_inputs` so a 2**31-element tensor does not need 5 float64 copies at once."""
     rows = inputs[0].shape[0] if inputs and inputs[0].dim() else 1
     per_row = max(inputs[0].numel() // max(rows, 1), 1) if inputs else 1
     step = max(CHUNK_ELEMS // per_row, 1) if task.batch_inputs else rows
-    worst: dict[str, Any] = {"max_abs_err": 0.0, "max_rel_err": 0.0, "tol_ratio": 0.0, "bad": 0, "nonfinite": 0}
+    worst: dict[str, Any] = {
+        "max_abs_err": 0.0,
+        "max_rel_err": 0.0,
+        "tol_ratio": 0.0,
+        "bad": 0,
+        "nonfinite": 0,
+    }
     for lo in range(0, rows, step):
         hi = min(rows, lo + step)
-        sl = [(_upcast(t[lo:hi]) if task.inputs[i] in task.batch_inputs else _upcast(t)) for i, t in enumerate(inputs)]
+        sl = [
+            (_upcast(t[lo:hi]) if task.inputs[i] in task.batch_inputs else _upcast(t))
+            for i, t in enumerate(inputs)
+        ]
         expect = as_tuple(ref.reference(*sl))
         for j, (o, e) in enumerate(zip(outputs, expect)):
             oc = o[lo:hi] if task.batch_inputs else o
@@ -83,12 +95,16 @@ def default_check(task: Task, ref: ModuleType, inputs: tuple[torch.Tensor, ...],
                 idx = list(_unravel(flat, tuple(ratio.shape)))
                 if idx:
                     idx[0] += lo if task.batch_inputs else 0
-                worst.update(tol_ratio=r, where=idx, output=task.outputs[j] if j < len(task.outputs) else str(j),
-                             got=_f(od.reshape(-1)[flat]) if od.numel() else None,
-                             want=_f(e.reshape(-1)[flat]) if e.numel() else None)
+                worst.update(
+                    tol_ratio=r,
+                    where=idx,
+                    output=task.outputs[j] if j < len(task.outputs) else str(j),
+                    got=_f(od.reshape(-1)[flat]) if od.numel() else None,
+                    want=_f(e.reshape(-1)[flat]) if e.numel() else None,
+                )
             fd = diff[finite_e]
             worst["max_abs_err"] = max(worst["max_abs_err"], _f(fd.max()) if fd.numel() else 0.0)
-            rel = (fd / e.abs()[finite_e].clamp_min(1e-30))
+            rel = fd / e.abs()[finite_e].clamp_min(1e-30)
             worst["max_rel_err"] = max(worst["max_rel_err"], _f(rel.max()) if rel.numel() else 0.0)
             worst["bad"] += bad
             worst["nonfinite"] += nonfinite
@@ -97,17 +113,27 @@ def default_check(task: Task, ref: ModuleType, inputs: tuple[torch.Tensor, ...],
         where = worst.get("where")
         row = f" row {where[0]}" if where else ""
         if worst["nonfinite"]:
-            worst["message"] = f"{worst['nonfinite']} NaN/Inf values where the reference is finite (first at{row or ' index 0'})"
+            worst["message"] = (
+                f"{worst['nonfinite']} NaN/Inf values where the reference is finite (first at{row or ' index 0'})"
+            )
         else:
-            worst["message"] = (f"{worst['bad']} elements out of tolerance; worst{row} at {where}: "
-                                f"got {worst['got']:.6g}, want {worst['want']:.6g} "
-                                f"({worst['tol_ratio']:.3g}x the tolerance); max abs err {worst['max_abs_err']:.3g}")
+            worst["message"] = (
+                f"{worst['bad']} elements out of tolerance; worst{row} at {where}: "
+                f"got {worst['got']:.6g}, want {worst['want']:.6g} "
+                f"({worst['tol_ratio']:.3g}x the tolerance); max abs err {worst['max_abs_err']:.3g}"
+            )
     return ok, worst
 
 
 def _f(x: Any) -> float:
     v = float(x)
-    return v if math.isfinite(v) else (math.inf if v > 0 else -math.inf) if not math.isnan(v) else math.nan
+    return (
+        v
+        if math.isfinite(v)
+        else (math.inf if v > 0 else -math.inf)
+        if not math.isnan(v)
+        else math.nan
+    )
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -118,13 +144,24 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def run_check(task: Task, ref: ModuleType, inputs: tuple[torch.Tensor, ...],
-              outputs: list[torch.Tensor], strict: bool = False) -> tuple[bool, dict[str, Any]]:
+def run_check(
+    task: Task,
+    ref: ModuleType,
+    inputs: tuple[torch.Tensor, ...],
+    outputs: list[torch.Tensor],
+    strict: bool = False,
+) -> tuple[bool, dict[str, Any]]:
     custom = getattr(ref, "check", None)
     if callable(custom):
         try:
-            ok, metrics = custom(inputs, tuple(outputs), strict=strict) if strict else custom(inputs, tuple(outputs))
+            ok, metrics = (
+                custom(inputs, tuple(outputs), strict=strict)
+                if strict
+                else custom(inputs, tuple(outputs))
+            )
         except Exception as exc:  # noqa: BLE001 - a check that cannot run on these outputs failed them
-            return False, {"message": f"the task's check raised {type(exc).__name__}: {str(exc)[:300]}"}
+            return False, {
+                "message": f"the task's check raised {type(exc).__name__}: {str(exc)[:300]}"
+            }
         return bool(ok), dict(metrics or {})
     return default_check(task, ref, inputs, outputs)

@@ -23,7 +23,9 @@ _VIEW_AS = {torch.bfloat16: torch.int16, torch.float16: torch.int16}
 
 def exchange_root() -> Path:
     shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(os.environ.get("TMPDIR", "/tmp"))
+    return (
+        shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(os.environ.get("TMPDIR", "/tmp"))
+    )
 
 
 def pack(t: torch.Tensor, folder: Path, prefix: str = "t") -> dict[str, Any]:
@@ -43,7 +45,9 @@ def pack(t: torch.Tensor, folder: Path, prefix: str = "t") -> dict[str, Any]:
     return meta
 
 
-def unpack(meta: dict[str, Any], folder: Path, device: str | torch.device = "cpu", remove: bool = True) -> torch.Tensor:
+def unpack(
+    meta: dict[str, Any], folder: Path, device: str | torch.device = "cpu", remove: bool = True
+) -> torch.Tensor:
     dtype = getattr(torch, meta["dtype"])
     path = folder / meta["file"]
     raw_dtype = _VIEW_AS.get(dtype, dtype)

@@ -60,7 +60,11 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)
     block = triton.next_power_of_2(cols)
     if block <= MAX_BLOCK:
-        _softmax_single[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK_COLS=block, num_warps=NUM_WARPS)
+        _softmax_single[(rows,)](
+            x, y, cols, x.stride(0), y.stride(0), BLOCK_COLS=block, num_warps=NUM_WARPS
+        )
     else:
-        _softmax_online[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK_COLS=MAX_BLOCK, num_warps=NUM_WARPS)
+        _softmax_online[(rows,)](
+            x, y, cols, x.stride(0), y.stride(0), BLOCK_COLS=MAX_BLOCK, num_warps=NUM_WARPS
+        )
     return y

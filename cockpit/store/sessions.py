@@ -1,0 +1,167 @@
+"""Where sessions live, how a new one is made, and what `cockpit ls` shows about each.
+
+A session is a folder: `session.db` (the record) and `repo/` (the candidate repository). The
+sessions directory is, in order of precedence, the `--sessions-dir` argument, the
+`COCKPIT_SESSIONS_DIR` environment variable, or `./sessions`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cockpit.store import events as ev
+from cockpit.store.lock import engine_pid
+from cockpit.store.record import DB_FILE, SessionRecord
+
+ENV_VAR = "COCKPIT_SESSIONS_DIR"
+DEFAULT_DIR = "sessions"
+REPO_DIR = "repo"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+# Recorded states that claim an engine is at work; without a live engine they mean a crash.
+_ENGINE_STATES = ("running", "paused")
+
+
+def resolve_sessions_dir(arg: str | Path | None = None) -> Path:
+    """`--sessions-dir` > COCKPIT_SESSIONS_DIR > ./sessions."""
+    if arg:
+        return Path(arg).expanduser()
+    env = os.environ.get(ENV_VAR)
+    return Path(env).expanduser() if env else Path(DEFAULT_DIR)
+
+
+def create_session(
+    name: str | None = None,
+    *,
+    task: str,
+    device: str,
+    sessions_dir: str | Path | None = None,
+    config: dict[str, Any] | None = None,
+) -> Path:
+    """Make a new session folder with its record and repository; returns the folder.
+
+    The name defaults to `<task>-YYYYmmdd-HHMMSS`; a taken name gets `-2`, `-3`, ... (mkdir is
+    the atomic test, so two processes creating at the same second get distinct folders)."""
+    root = resolve_sessions_dir(sessions_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    base = name or f"{task}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if not _NAME_RE.match(base):
+        raise ValueError(f"bad session name {base!r} (letters, digits, '.', '_', '-')")
+    folder = _unique_folder(root, base)
+    with SessionRecord.open(folder, create=True) as record:
+        payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
+        if config:
+            payload["config"] = config
+        record.append(ev.SESSION_CREATED, payload)
+    from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
+
+    CandidateRepo(folder / REPO_DIR).close()
+    return folder
+
+
+def _unique_folder(root: Path, base: str) -> Path:
+    for n in range(1, 10_000):
+        folder = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free session name for {base!r} in {root}")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What a listing shows. `state` is the recorded state, except that a session recorded as
+    running or paused whose engine is gone is reported `crashed`."""
+
+    name: str
+    path: Path
+    task: str | None
+    device: str | None
+    state: str
+    recorded_state: str | None
+    created: float | None
+    engine_pid: int | None
+    candidates: int
+    best_us: float | None
+    best_candidate: str | None
+    last_event_t: float | None
+
+
+def effective_state(recorded: str | None, engine_running: bool) -> str:
+    if recorded in _ENGINE_STATES and not engine_running:
+        return "crashed"
+    return recorded or "unknown"
+
+
+def read_session_info(folder: str | Path) -> SessionInfo:
+    """Summarize one session by reading its record read-only (never blocks its engine)."""
+    folder = Path(folder)
+    pid = engine_pid(folder)
+    with SessionRecord.open_readonly(folder) as record, record.snapshot():
+        meta = record.meta()
+        (count,) = record.execute("SELECT count(*) FROM candidates")[0]
+        best = record.execute(
+            "SELECT best_candidate, best_us FROM branches WHERE best_us IS NOT NULL "
+            "ORDER BY best_us LIMIT 1"
+        )
+        (last_t,) = record.execute("SELECT max(t) FROM events")[0]
+    return SessionInfo(
+        name=folder.name,
+        path=folder,
+        task=meta.get("task"),
+        device=meta.get("device"),
+        state=effective_state(meta.get("state"), pid is not None),
+        recorded_state=meta.get("state"),
+        created=meta.get("created"),
+        engine_pid=pid,
+        candidates=count,
+        best_us=best[0][1] if best else None,
+        best_candidate=best[0][0] if best else None,
+        last_event_t=last_t,
+    )
+
+
+def list_sessions(sessions_dir: str | Path | None = None) -> list[SessionInfo]:
+    """Every readable session, oldest first. Folders without a readable record are skipped."""
+    root = resolve_sessions_dir(sessions_dir)
+    if not root.is_dir():
+        return []
+    infos = []
+    for folder in root.iterdir():
+        if not (folder / DB_FILE).is_file():
+            continue
+        try:
+            infos.append(read_session_info(folder))
+        except (sqlite3.Error, OSError):
+            continue
+    return sorted(infos, key=lambda i: (i.created or 0.0, i.name))
+
+
+def latest_session(sessions_dir: str | Path | None = None) -> SessionInfo | None:
+    """The most recently created session, or None when there is none."""
+    sessions = list_sessions(sessions_dir)
+    return sessions[-1] if sessions else None
+
+
+def find_session(name_or_path: str | Path, sessions_dir: str | Path | None = None) -> Path:
+    """Resolve what a user typed: a session folder path, a name in the sessions directory,
+    or `latest`."""
+    if str(name_or_path) == "latest":
+        latest = latest_session(sessions_dir)
+        if latest is None:
+            raise FileNotFoundError(f"no sessions in {resolve_sessions_dir(sessions_dir)}")
+        return latest.path
+    direct = Path(name_or_path)
+    if (direct / DB_FILE).is_file():
+        return direct
+    named = resolve_sessions_dir(sessions_dir) / str(name_or_path)
+    if (named / DB_FILE).is_file():
+        return named
+    raise FileNotFoundError(f"no session {name_or_path!r} (looked in {named.parent})")
