@@ -1,0 +1,1 @@
+"""Proposers: what turns a branch's best candidate into its next child (tuner, LLM agent)."""

@@ -1,0 +1,420 @@
+"""The loop's sub-commands: run, demo, resume, ls, status, stop, send (and the hidden `_engine`).
+
+Thin: argument handling, session lookup and rendering. The engine lives in cockpit/engine; the
+record in cockpit/store. Errors a user can fix are one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from cockpit.cli import UsageError, _device, _load_task
+
+
+def _sessions_arg(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--sessions-dir", help="where sessions live (default: $COCKPIT_SESSIONS_DIR or ./sessions)")
+
+
+def _find(args: argparse.Namespace) -> Path:
+    from cockpit.store import find_session, latest_session
+
+    name = getattr(args, "session", None)
+    try:
+        if not name:
+            info = latest_session(args.sessions_dir)
+            if info is None:
+                raise UsageError("no sessions yet: start one with `cockpit run TASK`")
+            return info.path
+        return find_session(name, args.sessions_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc).strip('"')) from None
+
+
+# --- run / demo / resume -------------------------------------------------------------------------
+def _config(args: argparse.Namespace, task_root: Path, device: str):
+    from cockpit.agents.profiles import ProfileError, load_profile
+    from cockpit.engine.config import EngineConfig
+
+    try:
+        load_profile(args.agent)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    if not 1 <= args.beam <= 8:
+        raise UsageError(f"--beam {args.beam}: choose 1 to 8 branches (3-5 recommended)")
+    if args.budget < 1:
+        raise UsageError(f"--budget {args.budget}: must be at least 1 evaluation")
+    return EngineConfig(task=str(task_root), device=device, beam=args.beam, budget=args.budget,
+                        mode=args.mode, agent=args.agent, model=getattr(args, "model", None),
+                        plateau_window=args.plateau, seed=args.seed)
+
+
+def _start(folder: Path, detach: bool, headless: bool) -> int:
+    if detach:
+        log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
+        proc = subprocess.Popen([sys.executable, "-m", "cockpit.cli", "_engine", str(folder)], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, start_new_session=True, cwd=os.getcwd())
+        from cockpit.store import engine_pid
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and engine_pid(folder) is None:
+            if proc.poll() is not None:
+                tail = (folder / "engine.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
+                raise UsageError(f"the engine exited at once: {tail[0]}")
+            time.sleep(0.1)
+        print(f"session {folder.name} running in the background (pid {proc.pid})")
+        print(f"  watch:  cockpit status {folder.name}    stop: cockpit stop {folder.name}")
+        return 0
+    return run_engine(folder, headless=True)
+
+
+def run_engine(folder: Path, headless: bool = True) -> int:
+    from cockpit.agents.profiles import load_profile, make_proposer
+    from cockpit.engine.config import EngineConfig
+    from cockpit.engine.engine import Engine
+    from cockpit.store import SessionLocked, SessionRecord
+
+    with SessionRecord.open_readonly(folder) as rec:
+        meta = rec.meta()
+    cfg = EngineConfig.from_dict(meta.get("config") or {})
+    proposer = make_proposer(load_profile(cfg.agent))
+    printer = HeadlessPrinter(cfg.budget) if headless else None
+    try:
+        engine = Engine(folder, cfg, proposer, printer=printer)
+    except SessionLocked as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        with printer or _null():
+            state = engine.run()
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; resume with: cockpit resume {folder.name}")
+        return 130
+    print(f"session {folder.name}: {state}")
+    return 0
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+class HeadlessPrinter:
+    """A progress bar over the evaluation budget and one line per evaluation (rich)."""
+
+    def __init__(self, budget: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = Console(highlight=False)
+        self.progress = Progress(TextColumn("[bold]evaluations"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.description}"), console=self.console,
+                                 disable=not self.console.is_terminal)
+        self.task = self.progress.add_task("", total=budget)
+        self.done = 0
+
+    def __enter__(self):
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        return self.progress.__exit__(*a)
+
+    def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        from cockpit.render import fmt_us
+
+        b, c = info.get("branch") or "", info.get("candidate") or ""
+        if kind == "evaluation_finished":
+            if info.get("status") != "duplicate":
+                self.done += 1
+            reasons = "; ".join(f"{r.get('kind')}: {str(r.get('message', ''))[:90]}" for r in info.get("reasons", [])[:2])
+            line = f"{c:6s} {b:4s} {info.get('status', '?'):10s} score {fmt_us(info.get('score_us')):>10s}  {reasons}"
+            self.progress.console.print(line)
+            self.progress.update(self.task, completed=self.done)
+        elif kind == "budget_changed":
+            self.progress.update(self.task, total=info.get("budget"))
+        elif kind == "best_changed":
+            self.progress.console.print(f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} ({info.get('why', '')})[/green]")
+            self.progress.update(self.task, description=f"best {fmt_us(info.get('score_us'))}")
+        elif kind in ("plateau_detected", "escalated", "branch_state", "branch_created", "branch_forked"):
+            detail = info.get("reason") or info.get("family") or info.get("state") or ""
+            self.progress.console.print(f"[yellow]{kind.replace('_', ' ')} {b}: {detail}[/yellow]")
+        elif kind == "command_acked":
+            mark = "✓" if info.get("ok") else "✗"
+            self.progress.console.print(f"[cyan]{mark} command {info.get('kind')}: {info.get('message')}[/cyan]")
+        elif kind == "proposal_failed":
+            self.progress.console.print(f"[dim]{b}: no proposal ({info.get('reason')})[/dim]")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from cockpit.store import create_session
+
+    task = _load_task(args.task)
+    device = _device(args.device)
+    cfg = _config(args, task.root, device)
+    try:
+        folder = create_session(args.session, task=task.name, device=device, sessions_dir=args.sessions_dir,
+                                config=cfg.to_dict())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.detach:
+        print(f"session {folder.name} ({folder})")
+    return _start(folder, args.detach, headless=True)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    args.task, args.agent, args.beam, args.plateau, args.seed = "softmax", "tuner", 3, 4, 0
+    args.budget = args.budget or 10
+    args.mode = "quick" if _device(args.device) == "cpu" else "iterate"
+    args.detach = False
+    args.session = None
+    return cmd_run(args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    folder = _find(args)
+    from cockpit.store import engine_pid
+
+    if engine_pid(folder):
+        raise UsageError(f"session {folder.name} is already running (pid {engine_pid(folder)})")
+    return _start(folder, args.detach, headless=True)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    return run_engine(Path(args.folder), headless=False)
+
+
+# --- ls / status / stop / send -------------------------------------------------------------------
+def cmd_ls(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cockpit.render import fmt_us
+    from cockpit.store import list_sessions
+
+    infos = list_sessions(args.sessions_dir)
+    if args.json:
+        print(json.dumps([{"session": i.name, "task": i.task, "state": i.state, "pid": i.engine_pid,
+                           "candidates": i.candidates, "best_us": i.best_us} for i in infos]))
+        return 0
+    t = Table(title="sessions", title_justify="left")
+    for col in ("session", "task", "device", "state", "candidates", "best"):
+        t.add_column(col)
+    for i in infos:
+        t.add_row(i.name, i.task or "", i.device or "", i.state, str(i.candidates), fmt_us(i.best_us))
+    Console().print(t)
+    return 0
+
+
+def status_dict(folder: Path) -> dict[str, Any]:
+    from cockpit.store import SessionRecord, engine_pid
+    from cockpit.store.sessions import effective_state
+
+    pid = engine_pid(folder)
+    with SessionRecord.open_readonly(folder) as rec, rec.snapshot():
+        meta = rec.meta()
+        branches = rec.branches()
+        cands = rec.candidates()
+    evaluated = [c for c in cands if c.status not in (None, "proposed", "evaluating", "duplicate")]
+    ok = [c for c in cands if c.status == "ok" and c.score_us]
+    best = min(ok, key=lambda c: c.score_us) if ok else None
+    return {
+        "session": folder.name,
+        "path": str(folder),
+        "task": meta.get("task"),
+        "device": meta.get("device"),
+        "state": effective_state(meta.get("state"), pid is not None),
+        "pid": pid,
+        "budget": meta.get("budget"),
+        "evaluations": len(evaluated),
+        "candidates": len(cands),
+        "branches": [{"id": b.id, "family": b.family, "state": b.state, "model": b.model,
+                      "best_candidate": b.best_candidate, "best_us": b.best_us,
+                      "plateaus": b.info.get("plateaus", 0), "reason": b.info.get("state_reason")} for b in branches],
+        "best": {"candidate": best.id, "branch": best.branch, "family": best.family, "score_us": best.score_us,
+                 "geomean_us": best.geomean_us} if best else None,
+        "candidate_list": [{"id": c.id, "branch": c.branch, "family": c.family, "status": c.status,
+                            "geomean_us": c.geomean_us, "score_us": c.score_us, "parent": c.parent} for c in cands],
+    }
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cockpit.render import fmt_us
+
+    d = status_dict(_find(args))
+    if args.json:
+        print(json.dumps(d))
+        return 0
+    con = Console()
+    best = d["best"]
+    con.print(f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
+              f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
+              f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}")
+    t = Table(title_justify="left")
+    for col in ("branch", "family", "state", "best", "candidate", "plateaus"):
+        t.add_column(col)
+    for b in d["branches"]:
+        t.add_row(b["id"], b["family"] or "", b["state"] or "", fmt_us(b["best_us"]), b["best_candidate"] or "",
+                  str(b["plateaus"]))
+    con.print(t)
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from cockpit.store import SessionRecord, engine_pid
+
+    folder = _find(args)
+    if not engine_pid(folder):
+        raise UsageError(f"session {folder.name} is not running")
+    with SessionRecord.open(folder) as rec:
+        cid = rec.post_command("stop", {}, source="cli")
+    print(f"stop requested (command {cid}); the engine finishes the evaluation in flight")
+    if args.wait:
+        return _wait_state(folder, ("stopped", "done", "crashed"), args.timeout)
+    return 0
+
+
+def _wait_state(folder: Path, states: tuple[str, ...], timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if status_dict(folder)["state"] in states:
+            return 0
+        time.sleep(0.2)
+    sys.stderr.write(f"cockpit: timed out waiting for {folder.name}\n")
+    return 1
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from cockpit.store import SessionRecord
+    from cockpit.store.commands import COMMAND_KINDS, normalize_command_kind
+
+    folder = _find(args)
+    try:
+        kind = normalize_command_kind(args.command)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    a = {k: v for k, v in vars(args).items() if k in COMMAND_KINDS[kind] and v is not None}
+    if args.text:
+        key = {"redirect": "instruction", "set_model": "model", "set_budget": "budget", "retire": "reason",
+               "fork": "candidate"}.get(kind)
+        if key is None:
+            raise UsageError(f"{kind} takes no positional argument")
+        a.setdefault(key, " ".join(args.text))
+    required = {"fork": ["candidate"], "redirect": ["branch", "instruction"], "retire": ["branch"],
+                "set_model": ["model"], "set_budget": ["budget"]}.get(kind, [])
+    missing = [r for r in required if r not in a]
+    if missing:
+        raise UsageError(f"{kind} needs --{missing[0]}")
+    if kind == "set_budget":
+        try:
+            a["budget"] = int(a["budget"])
+        except ValueError:
+            raise UsageError(f"set-budget: {a['budget']!r} is not a number") from None
+    with SessionRecord.open(folder) as rec:
+        cid = rec.post_command(kind, a, source=args.source)
+    if not args.wait:
+        print(f"posted {kind} as command {cid}")
+        return 0
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        with SessionRecord.open_readonly(folder) as rec:
+            cmd = next((c for c in rec.commands() if c.id == cid), None)
+        if cmd and cmd.state != "pending":
+            print(f"{'ok' if cmd.state == 'acked' else 'refused'}: {cmd.ack_message}")
+            return 0 if cmd.state == "acked" else 1
+        time.sleep(0.1)
+    sys.stderr.write(f"cockpit: command {cid} not acknowledged within {args.timeout:.0f} s (is the engine running?)\n")
+    return 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    def run_opts(s: argparse.ArgumentParser) -> None:
+        s.add_argument("--device", help="cpu or cuda (default: cuda when visible)")
+        s.add_argument("--budget", type=int, default=40, help="evaluations in total (default 40)")
+        s.add_argument("--beam", type=int, default=4, help="live branches (default 4)")
+        s.add_argument("--agent", default="tuner", help="agent profile under agents/ (default: tuner)")
+        s.add_argument("--mode", choices=["quick", "iterate", "final"], default="iterate")
+        s.add_argument("--plateau", type=int, default=6, help="evaluations without improvement before escalating")
+        s.add_argument("--seed", type=int, default=0)
+        _sessions_arg(s)
+
+    s = sub.add_parser("run", help="start the optimization loop on a task")
+    s.add_argument("task")
+    run_opts(s)
+    s.add_argument("--session", help="session name (default: TASK-DATE-TIME)")
+    s.add_argument("--headless", action="store_true", help="progress bar and one line per evaluation (default for now)")
+    s.add_argument("--detach", action="store_true", help="run in the background; survives the terminal closing")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("demo", help="the tuner on softmax with a small budget, on whatever device exists")
+    s.add_argument("--device")
+    s.add_argument("--budget", type=int, default=10)
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("resume", help="continue a stopped or crashed session")
+    s.add_argument("session", nargs="?")
+    s.add_argument("--detach", action="store_true")
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_resume)
+
+    s = sub.add_parser("_engine", help=argparse.SUPPRESS)
+    s.add_argument("folder")
+    s.set_defaults(func=cmd_engine)
+
+    s = sub.add_parser("ls", help="list sessions")
+    s.add_argument("--json", action="store_true")
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_ls)
+
+    s = sub.add_parser("status", help="one session's state, branches and best")
+    s.add_argument("session", nargs="?", help="name or path (default: latest)")
+    s.add_argument("--json", action="store_true")
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("stop", help="ask a running engine to stop after the evaluation in flight")
+    s.add_argument("session", nargs="?")
+    s.add_argument("--wait", action="store_true")
+    s.add_argument("--timeout", type=float, default=300)
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_stop)
+
+    s = sub.add_parser("send", help="post a command to a session's queue (pause, fork, redirect, ...)")
+    s.add_argument("session")
+    s.add_argument("command", help="pause | resume | fork | redirect | retire | set-model | set-budget | stop")
+    s.add_argument("text", nargs="*", help="instruction (redirect), model (set-model), budget, reason, candidate")
+    s.add_argument("--branch")
+    s.add_argument("--candidate")
+    s.add_argument("--family")
+    s.add_argument("--instruction")
+    s.add_argument("--mode", choices=["steer", "queue"])
+    s.add_argument("--model")
+    s.add_argument("--reason")
+    s.add_argument("--budget")
+    s.add_argument("--source", default="cli", help="who sent it (shown in the record)")
+    s.add_argument("--wait", action="store_true", help="wait for the engine's acknowledgement")
+    s.add_argument("--timeout", type=float, default=120)
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_send)
+
+
+__all__ = ["register", "status_dict", "asdict"]

@@ -1,0 +1,29 @@
+"""What one engine run is configured with; stored in the session so `resume` continues alike."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class EngineConfig:
+    task: str  # task folder (absolute path)
+    device: str = "cpu"
+    beam: int = 4  # live branches, 3-5 recommended
+    budget: int = 40  # evaluations in total (seeds included)
+    mode: str = "iterate"  # harness timing policy: iterate | final | quick
+    agent: str = "tuner"
+    model: str | None = None
+    plateau_window: int = 6  # evaluations of a branch without a significant improvement
+    family_quota: int = 2  # at most this many live branches per algorithm family
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EngineConfig:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)

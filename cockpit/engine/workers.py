@@ -1,0 +1,85 @@
+"""Evaluation workers: one process per visible GPU (or one for the CPU), each running the judge.
+
+A worker is a long-lived spawned process pinned to one device (`CUDA_VISIBLE_DEVICES`), so the
+engine process itself never initializes CUDA and never holds a candidate's memory. The judge in
+the worker spawns a fresh sandboxed process per candidate. Workers die with the engine
+(`PR_SET_PDEATHSIG`), so a SIGKILLed engine leaves no evaluation running behind it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+
+def _init_worker(visible: str | None) -> None:
+    if visible is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _evaluate(task_root: str, name: str, source: str, device: str, mode: str) -> dict[str, Any]:
+    from cockpit.harness.judge import Options, evaluate
+    from cockpit.harness.task import load_task
+
+    task = load_task(task_root)
+    result = evaluate(task, name, Options(device=device, mode=mode), source=source)
+    return result.to_dict()
+
+
+def gpu_count() -> int:
+    """Visible GPUs, counted through NVML so the engine never initializes CUDA itself."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            n = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver, no library: no GPU
+        return 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([v for v in visible.split(",") if v.strip()]) if visible.strip() else 0
+    return n
+
+
+class WorkerPool:
+    def __init__(self, device: str) -> None:
+        self.device = device
+        ctx = mp.get_context("spawn")
+        if device == "cpu":
+            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(None,))]
+        else:
+            n = max(gpu_count(), 1)
+            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(str(i),))
+                          for i in range(n)]
+        self.busy: dict[int, Future] = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.slots)
+
+    def free_slot(self) -> int | None:
+        for i in range(len(self.slots)):
+            if i not in self.busy or self.busy[i].done():
+                return i
+        return None
+
+    def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
+        device = "cpu" if self.device == "cpu" else "cuda"
+        fut = self.slots[slot].submit(_evaluate, task_root, name, source, device, mode)
+        self.busy[slot] = fut
+        return fut
+
+    def shutdown(self) -> None:
+        for ex in self.slots:
+            ex.shutdown(wait=False, cancel_futures=True)
