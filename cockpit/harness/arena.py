@@ -502,16 +502,30 @@ class Arena:
             "top": top,
             "unit": "device kernels" if self.cuda else "top-level aten ops",
         }
+        if "torch.compile" in Path(self.cfg["candidate"]).read_text(errors="replace"):
+            info.update(self._explain(inputs))
+        return info
+
+    def _explain(self, inputs: list[torch.Tensor]) -> dict[str, Any]:
+        """Graph count and graph breaks with reasons. After `torch._dynamo.reset()` one more call
+        recompiles every region, so dynamo's counters are complete (on a warm cache they stay
+        empty); `explain` itself misses regions compiled inside the kernel. Runs last."""
         try:
+            import torch._dynamo as dynamo
             from torch._dynamo.utils import counters
 
-            gb = dict(counters.get("graph_break", {}))
-            if gb or counters.get("stats"):
-                info["graph_breaks"] = {str(k)[:160]: v for k, v in list(gb.items())[:10]}
-                info["graphs"] = int(counters["stats"].get("unique_graphs", 0))
-        except Exception:  # noqa: BLE001
-            pass
-        return info
+            dynamo.reset()
+            counters.clear()
+            self._call([t.clone() for t in inputs])
+            breaks = []
+            for reason, n in counters.get("graph_break", {}).items():
+                lines = [ln.strip() for ln in str(reason).splitlines() if ln.strip()]
+                text = next((ln.removeprefix("Explanation:").strip() for ln in lines if ln.startswith("Explanation:")), lines[0] if lines else "")
+                breaks.append(f"{text[:200]} (x{n})")
+            return {"graphs": int(counters.get("stats", {}).get("unique_graphs", 0)),
+                    "graph_break_count": sum(counters.get("graph_break", {}).values()), "graph_breaks": breaks[:10]}
+        except Exception as exc:  # noqa: BLE001 - the census is feedback, never a verdict
+            return {"graph_breaks_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
     def _group(self, name: str) -> str:
         base = name.split("(")[0].split("<")[0].strip()
