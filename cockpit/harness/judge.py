@@ -36,6 +36,7 @@ from cockpit.harness.static_scan import scan
 from cockpit.harness.task import Shape, Task
 from cockpit.harness.timing import PRESETS, Policy, summarize
 from cockpit.harness.verify import expected_meta, load_reference, run_check
+from cockpit.harness.wire import WireError
 
 Progress = Callable[[str, str, int, int], None]  # (stage, detail, done, total)
 INT32_LIMIT = 2**31
@@ -142,9 +143,8 @@ class _Evaluation:
         self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
         cache = scoring.data_dir() / "cache"
         cache.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.path, workdir / "candidate.py") if self.path.is_file() else (
-            workdir / "candidate.py"
-        ).write_text(self.source)
+        # run exactly the text that was scanned and hashed, never the file again (it may have changed)
+        (workdir / "candidate.py").write_text(self.source)
         mem = self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
         try:
             self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
@@ -172,6 +172,8 @@ class _Evaluation:
             self._died(exc)
         except ProtocolViolation as exc:
             res.fail("integrity", str(exc), stage=self.stage)
+        except WireError as exc:
+            res.fail("integrity", f"a malformed tensor reference arrived on the result channel: {exc}", stage=self.stage)
         finally:
             if self.ch:
                 res.log_tail = self.ch.log_tail(800)
@@ -215,11 +217,11 @@ class _Evaluation:
             )
 
     def _request(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A request runs candidate code; a process that ends while one is open ended in the call."""
         self.in_call = True
-        try:
-            return self.ch.request(msg, self.deadline)
-        finally:
-            self.in_call = False
+        reply = self.ch.request(msg, self.deadline)
+        self.in_call = False
+        return reply
 
     # --- load -----------------------------------------------------------------------------------
     def _load(self, workdir: Path, cache: Path, mem: int) -> None:
@@ -662,7 +664,8 @@ def _numel(inputs: tuple[torch.Tensor, ...]) -> int:
 
 def _last_line(tail: str) -> str:
     lines = [ln for ln in tail.strip().splitlines() if ln.strip()]
-    return f": {lines[-1][:300]}" if lines else ""
+    # the log is the candidate's own output: quoted and labelled, never presented as our words
+    return f"; last log line: {lines[-1][:200]!r}" if lines else ""
 
 
 def _jsonable_metrics(m: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ agent can act on, where "integrity" is not.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 # Modules a kernel has no business importing: process control, network, introspection.
@@ -34,6 +35,11 @@ BANNED_IMPORTS = {
     "builtins": "patches builtins",
     "importlib": "imports modules by computed name",
     "scipy": "calls library routines outside the allowed backends",
+    "traceback": "walks the interpreter's frames (harness internals)",
+    "__main__": "reaches the harness's own module",
+    "io": "reads or writes files",
+    "shutil": "reads or writes files",
+    "tempfile": "writes files",
 }
 
 # Attribute names that reach into the interpreter or the harness, whatever they hang off.
@@ -69,6 +75,31 @@ BANNED_ATTRS = {
     "perf_counter": "reads or patches the harness timers",
     "perf_counter_ns": "reads or patches the harness timers",
     "elapsed_time": "reads or patches the harness timers",
+    "__traceback__": "walks the interpreter's frames (harness internals)",
+    "tb_frame": "walks the interpreter's frames (harness internals)",
+    "f_back": "walks the interpreter's frames (harness internals)",
+    "f_locals": "walks the interpreter's frames (harness internals)",
+    "f_globals": "walks the interpreter's frames (harness internals)",
+    "gi_frame": "walks the interpreter's frames (harness internals)",
+    "cr_frame": "walks the interpreter's frames (harness internals)",
+    "__code__": "rewrites functions",
+    "__globals__": "reads or rewrites another module's globals",
+    "__closure__": "reads or rewrites closures",
+    "__subclasses__": "walks the class hierarchy (harness internals)",
+    "__dict__": "reads or rewrites objects' internals",
+    "read_text": "reads files",
+    "write_text": "writes files",
+    "read_bytes": "reads files",
+    "write_bytes": "writes files",
+    "open": "opens files",
+    "remove": "deletes files",
+    "unlink": "deletes files",
+    "rmtree": "deletes files",
+}
+# Dotted prefixes banned as a whole.
+BANNED_CHAINS = {
+    "sys.modules": "reaches other modules' state (the harness's own included)",
+    "torch._C": "uses torch's private C bindings (dispatcher switches)",
 }
 
 BANNED_CALLS = {
@@ -87,6 +118,37 @@ BANNED_CALLS = {
 
 # Assigning to an attribute of these modules is monkeypatching them.
 PROTECTED_MODULES = {"torch", "time", "triton", "numpy", "np", "sys", "os", "math", "tl"}
+
+
+# Banned wherever they appear (an alias `f = eval` is as bad as a call); the rest of BANNED_CALLS
+# only when called by that name and not rebound in the file (`input` is also a common parameter
+# name, and `from torch import compile` is not the builtin).
+ALWAYS_BANNED = {"exec", "eval", "__import__", "globals", "setattr", "delattr", "breakpoint"}
+_IDENT = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the file binds itself: parameters, assignments, imports, defs."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+    return out
+
+
+def _is_main_guard(tree: ast.AST, const: ast.Constant) -> bool:
+    """`if __name__ == "__main__":` is a harmless script guard."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(c is const for c in node.comparators):
+            left = node.left
+            return isinstance(left, ast.Name) and left.id == "__name__"
+    return False
 
 
 @dataclass
@@ -147,6 +209,7 @@ def scan(
     except SyntaxError as exc:
         return [Finding("syntax", exc.lineno or 0, f"{exc.msg} (line {exc.lineno})")]
     out: list[Finding] = []
+    bound = _bound_names(tree)
 
     def add(kind: str, node: ast.AST, message: str) -> None:
         out.append(Finding(kind, getattr(node, "lineno", 0), message))
@@ -169,26 +232,37 @@ def scan(
                 if hit:
                     add("forbidden_call", node, f"imports {name} (forbidden: {hit})")
                     break
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name in BANNED_CALLS and name not in ALWAYS_BANNED and name not in bound:
+                add("static_rule", node, f"calls {name}(): {BANNED_CALLS[name]}")
         elif isinstance(node, ast.Attribute):
             if node.attr in BANNED_ATTRS:
                 add("static_rule", node, f"uses .{node.attr}: {BANNED_ATTRS[node.attr]}")
+            elif "dispatch" in node.attr.lower():
+                add("static_rule", node, f"uses .{node.attr}: inspects or switches the dispatcher")
             dotted = _dotted(node)
+            for chain, why in BANNED_CHAINS.items():
+                if dotted == chain or dotted.startswith(chain + "."):
+                    add("static_rule", node, f"uses {chain}: {why}")
             hit = dotted and _forbidden_match(dotted, forbidden)
             if hit:
                 add("forbidden_call", node, f"uses {dotted} (forbidden: {hit})")
         elif isinstance(node, ast.Name):
-            if node.id in BANNED_CALLS and node.id != "compile":
+            if node.id in ALWAYS_BANNED and node.id not in bound:
                 add("static_rule", node, f"uses {node.id}(): {BANNED_CALLS[node.id]}")
-            elif node.id == "compile" and isinstance(getattr(node, "ctx", None), ast.Load):
-                add("static_rule", node, "uses compile(): builds code at run time")
             elif node.id in ("__builtins__", "__loader__", "__spec__"):
                 add("static_rule", node, f"uses {node.id}: reaches the import machinery")
             hit = _forbidden_match(node.id, [f for f in forbidden if "." not in f])
             if hit:
                 add("forbidden_call", node, f"uses {node.id} (forbidden: {hit})")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            hit = _forbidden_match(node.value.strip(), [f for f in forbidden if "." not in f])
-            if hit and len(node.value) < 200:
+            text = node.value.strip()
+            if text == "__main__" and not _is_main_guard(tree, node):
+                add("static_rule", node, "names __main__: reaches the harness's own module")
+            # only identifier-like strings (a name built for getattr), not prose in a docstring
+            hit = _IDENT.fullmatch(text) and _forbidden_match(text, [f for f in forbidden if "." not in f])
+            if hit:
                 add(
                     "forbidden_call",
                     node,

@@ -131,7 +131,10 @@ def eval_formula(text: str, env: dict[str, float]) -> float:
                 raise TaskError(f"formula {text!r}: unknown name {node.id!r}")
             return env[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Pow) and (abs(right) > 16 or abs(left) > 1e12):
+                raise TaskError(f"formula {text!r}: exponent too large")
+            return _BINOPS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         if (
@@ -274,5 +277,8 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
     for device in shapes:
         for s in shapes[device].values():
             for shape in s:
-                task.floor_inputs(shape)  # fail now, not mid-evaluation
+                try:
+                    task.floor_inputs(shape)  # fail now, not mid-evaluation
+                except (TaskError, ZeroDivisionError, OverflowError, ValueError) as exc:
+                    raise TaskError(f"{toml_path}: roofline.flops/bytes at {shape.describe()}: {exc}") from None
     return task

@@ -9,7 +9,9 @@ candidate live shared storage; plain bytes are simple and one-way.
 from __future__ import annotations
 
 import itertools
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +47,35 @@ def pack(t: torch.Tensor, folder: Path, prefix: str = "t") -> dict[str, Any]:
     return meta
 
 
+class WireError(ValueError):
+    """A tensor reference from the other side is malformed: never followed, always a verdict."""
+
+
+_FILE = re.compile(r"[A-Za-z]{1,3}\d{1,10}_\d{1,12}\.bin")
+_DTYPES = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
+
+
 def unpack(
     meta: dict[str, Any], folder: Path, device: str | torch.device = "cpu", remove: bool = True
 ) -> torch.Tensor:
+    """Read a tensor the other side wrote. Everything in `meta` came from an untrusted process:
+    the file must be a plain name of our own pattern inside `folder` (a path like `/etc/passwd`
+    would otherwise be read and *deleted* by the judge), and dtype, shape and size must agree."""
+    name = meta.get("file") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not _FILE.fullmatch(name):
+        raise WireError(f"malformed tensor file name {str(name)[:60]!r}")
+    if meta.get("dtype") not in _DTYPES:
+        raise WireError(f"unknown dtype {str(meta.get('dtype'))[:30]!r}")
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or len(shape) > 8 or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise WireError("malformed tensor shape")
     dtype = getattr(torch, meta["dtype"])
-    path = folder / meta["file"]
+    path = folder / name
+    if path.is_symlink() or not path.is_file():
+        raise WireError(f"tensor file {name} is missing or not a plain file")
+    expect = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+    if path.stat().st_size != expect:
+        raise WireError(f"tensor file {name} holds {path.stat().st_size} bytes, its shape needs {expect}")
     raw_dtype = _VIEW_AS.get(dtype, dtype)
     np_dtype = torch.empty(0, dtype=raw_dtype).numpy().dtype
     arr = np.fromfile(path, dtype=np_dtype)

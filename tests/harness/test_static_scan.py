@@ -24,7 +24,7 @@ STATIC_CATCHES: dict[str, tuple[str, str]] = {
     "network_exfiltration.py": ("static_rule", r"imports socket"),
     "precision_matmul.py": ("static_rule", r"set_float32_matmul_precision"),
     "precision_tf32.py": ("static_rule", r"allow_tf32"),
-    "read_hidden_shapes.py": ("static_rule", r"uses open\(\)"),
+    "read_hidden_shapes.py": ("static_rule", r"open\(\)"),
     "thread_pool.py": ("static_rule", r"set_num_threads"),
     "timer_patch.py": ("static_rule", r"perf_counter"),
     "qr_importlib_linalg_qr.py": ("static_rule", r"imports importlib"),
@@ -38,23 +38,7 @@ STATIC_CATCHES: dict[str, tuple[str, str]] = {
     "qr_disable_dispatch.py": ("static_rule", r"dispatch"),
     "judge_file_deletion.py": ("static_rule", r"cockpit|wire|sys\.modules"),
 }
-STATIC_GAPS: dict[str, str] = {
-    "spotcheck_dodge.py": (
-        "static gap: traceback.extract_stack() reveals the arena's calling function (_timed_call); "
-        "the traceback module is not banned"),
-    "qr_disarm_recorder.py": (
-        "static gap: an exception's __traceback__.tb_frame.f_back walks to Arena.load's frame; "
-        "__traceback__, tb_frame, f_back and f_locals are not banned attributes"),
-    "timer_patch_arena_global.py": (
-        "static gap: sys.modules['__main__']._perf_ns = ... rebinds the arena's clock; the target's "
-        "root is a Subscript, so the protected-module assignment rule never fires"),
-    "qr_disable_dispatch.py": (
-        "static gap: torch._C._DisableTorchDispatch is not a banned attribute (only _python_dispatch "
-        "and _get_current_dispatch_mode are)"),
-    "judge_file_deletion.py": (
-        "static gap: sys.modules.get('cockpit.harness.wire') reaches a harness module without an "
-        "import statement, and `_wire.pack = ...` has an unprotected root name"),
-}
+STATIC_GAPS: dict[str, str] = {}  # every exploit above is caught statically now
 
 
 def _forbidden(name: str) -> list[str]:
@@ -78,16 +62,16 @@ def test_static_scan_catches_the_exploit_before_import(name):
     assert all(f.line > 0 for f in findings), "findings must name a line"
 
 
-STATIC_FALSE_REJECTS = {
-    "softmax_input_param.py": (
-        "static false reject: every ast.Name `input` (not only calls of the builtin) is reported as "
-        "'uses input(): reads standard input'; torch's own signatures name the tensor `input`"),
-}
+STATIC_FALSE_REJECTS: dict[str, str] = {}
+# test instruments, not candidates: they use introspection on purpose and run with static=False
+PROBES = {"softmax_compile_probe.py"}
 
 
 def _unusual() -> list:
     out = []
     for p in sorted(UNUSUAL.glob("*.py")):
+        if p.name in PROBES:
+            continue
         marks = [pytest.mark.xfail(strict=True, reason=STATIC_FALSE_REJECTS[p.name])] if p.name in STATIC_FALSE_REJECTS else []
         out.append(pytest.param(p, id=p.stem, marks=marks))
     return out
@@ -155,11 +139,6 @@ def test_correct_code_that_merely_mentions_sqrt_or_a_qr_variable_is_not_flagged(
     assert scan(src, forbidden) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "static false reject: a string constant under 200 characters is matched against bare "
-    "forbidden names as a substring, so a short docstring or message that merely *mentions* "
-    "LAPACK or geqrf (the QR task's own description says 'returned exactly like torch.geqrf') "
-    "rejects a correct candidate"))
 def test_a_docstring_that_mentions_the_library_routine_is_not_a_call():
     forbidden = task_or_skip("qr").forbidden
     src = (
@@ -171,17 +150,11 @@ def test_a_docstring_that_mentions_the_library_routine_is_not_a_call():
     assert scan(src, forbidden) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "static false reject: `from torch import compile` then `compile(fn)` is reported as the "
-    "builtin compile() ('builds code at run time'); the rule does not look at where the name came from"))
 def test_torch_compile_imported_by_name_is_not_the_builtin_compile():
     src = "from torch import compile\n\ndef _f(x):\n    return x\n\nkernel = compile(_f)\n"
     assert scan(src, []) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "static gap: the file-access rule only bans the builtin open(); pathlib.Path.read_text, "
-    "io.open and os.open read files without a finding (Landlock still blocks them at run time)"))
 def test_file_reads_through_pathlib_io_and_os_are_flagged():
     for src in (
         "from pathlib import Path\ndef kernel(x):\n    Path('/etc/hostname').read_text()\n    return x\n",

@@ -98,10 +98,6 @@ def test_formula_refuses_everything_but_arithmetic_over_shape_keys(formula):
         eval_formula(formula, {"rows": 2.0, "cols": 3.0})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "harness bug: a formula error raised from load_task says `formula '...': only arithmetic ...` "
-    "without the task.toml path or the field (roofline.flops); eval_formula does not know them "
-    "and load_task does not add them"))
 def test_formula_error_names_the_file_and_the_field(tmp_path):
     root = _broken_task(tmp_path, _replace('flops = "5 * rows * cols"', 'flops = "5 * rowz"'))
     msg = _error(root)
