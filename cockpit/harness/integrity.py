@@ -74,8 +74,16 @@ def precision_flags() -> dict[str, Any]:
 class Snapshot:
     """Identity and flag snapshot; `diff()` names whatever changed since it was taken."""
 
-    def __init__(self, cuda: bool, extra: list[tuple[Any, str]] | None = None) -> None:
+    def __init__(
+        self,
+        cuda: bool,
+        extra: list[tuple[Any, str]] | None = None,
+        guarded: list[Any] | None = None,
+    ) -> None:
         self.targets = TIMERS + CHECKERS + (_cuda_targets() if cuda else []) + (extra or [])
+        # the harness's own modules and classes: rebinding `_perf_ns` in the arena's globals,
+        # or `wire.pack`, is a patch of the harness
+        self.guarded = [(g, dict(vars(g))) for g in (guarded or [])]
         self.ids = {(id(o), n): id(getattr(o, n, None)) for o, n in self.targets}
         self.names = {
             (id(o), n): f"{getattr(o, '__name__', type(o).__name__)}.{n}" for o, n in self.targets
@@ -111,11 +119,22 @@ class Snapshot:
         for k, v in self.tensor_attrs.items():
             if id(cur.get(k)) != v:
                 out.append(("patch", f"torch.Tensor.{k} was replaced"))
+        for g, before in self.guarded:
+            now_vars = vars(g)
+            for k, v in before.items():
+                if now_vars.get(k) is not v:
+                    out.append(("patch", f"{getattr(g, '__name__', g)}.{k} was replaced"))
         now = precision_flags()
         for k, v in self.flags.items():
             if now.get(k) != v:
                 out.append(("flags", f"{k} changed from {v} to {now.get(k)}"))
-        extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+        extra = [
+            t
+            for t in threading.enumerate()
+            if t.ident not in self.threads
+            and t.is_alive()
+            and not type(t).__module__.startswith("tqdm")
+        ]  # torch.compile's progress monitor
         if extra:
             names = ", ".join(t.name for t in extra[:3])
             out.append(

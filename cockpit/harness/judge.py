@@ -173,7 +173,11 @@ class _Evaluation:
         except ProtocolViolation as exc:
             res.fail("integrity", str(exc), stage=self.stage)
         except WireError as exc:
-            res.fail("integrity", f"a malformed tensor reference arrived on the result channel: {exc}", stage=self.stage)
+            res.fail(
+                "integrity",
+                f"a malformed tensor reference arrived on the result channel: {exc}",
+                stage=self.stage,
+            )
         finally:
             if self.ch:
                 res.log_tail = self.ch.log_tail(800)
@@ -509,16 +513,24 @@ class _Evaluation:
             for _ in range(n_pool - 1)
         ]
         rng = random.Random(secrets.randbits(62))
-        check_at = sorted(rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples)))
+        check_first = sorted(
+            rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples))
+        )
         msg = {
             "op": "time",
             "pool": [[wire.pack(t, self.ex, "p") for t in entry] for entry in pool],
             "policy": pol.__dict__,
             "seed": secrets.randbits(62),
-            "check_at": check_at,
+            # spot checks: some early calls, ~5% of the rest at random, and always the last one,
+            # so a candidate cannot pass the first calls and go stale later
+            "check_seed": secrets.randbits(62),
+            "check_first": check_first,
+            "check_prob": 0.05,
+            "check_max": 8,
+            # untimed calls under the forbidden-call watch, interleaved at random
+            "audit_prob": 0.05,
             "graph": self.device != "cpu",
         }
-        del pool
         reply = self._request(msg)
         label = sr.shape
         if not reply.get("ok"):
@@ -526,9 +538,17 @@ class _Evaluation:
                 reply.get("kind", "exception"), reply.get("message", ""), stage="time", shape=label
             )
             raise _Stop
+        if reply.get("ops") and not self.exempt:
+            self.res.fail(
+                "forbidden_call",
+                f"called {', '.join(reply['ops'])} at run time (while timed)",
+                stage="time",
+                shape=label,
+            )
+            raise _Stop
         self._integrity(reply.get("integrity", []), "time", label)
         for c in reply.get("checked", []):
-            inputs = tuple(wire.unpack(m, self.ex, self.judge_device) for m in c["inputs"])
+            inputs = self._rebuild(pool, c.get("recipe"))
             outs = self._receive_outputs(ref, inputs, c["outputs"], label)
             if outs is None:
                 raise _Stop
@@ -542,6 +562,7 @@ class _Evaluation:
                     shape=label,
                 )
                 raise _Stop
+        del pool
         samples, host = reply["samples"], reply["host"]
         stats = summarize(samples, host, reply.get("stop", ""))
         g = reply.get("graph")
@@ -561,6 +582,24 @@ class _Evaluation:
                 )
                 raise _Stop
 
+    def _rebuild(self, pool: list[tuple], recipe: Any) -> tuple[torch.Tensor, ...]:
+        """The exact input of a checked timed call, from the judge's own copy of the pool: the
+        arena only says which entries and which angle, so it cannot hand us a different input."""
+        try:
+            ia, ib, c, s = recipe
+            ia, ib, c, s = int(ia), int(ib), float(c), float(s)
+            if (
+                not (0 <= ia < len(pool) and 0 <= ib < len(pool))
+                or ia == ib
+                or abs(c * c + s * s - 1) > 1e-6
+            ):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ProtocolViolation(
+                "a malformed input recipe arrived for a checked timed call"
+            ) from None
+        return tuple(wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib]))
+
     # --- profile --------------------------------------------------------------------------------
     def _profile(self, ref: Any) -> None:
         self.stage = "profile"
@@ -568,8 +607,13 @@ class _Evaluation:
         shape = shapes[0]
         self._progress(shape.describe(), 0, 1)
         inputs = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
+        warm = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
         reply = self._request(
-            {"op": "profile", "inputs": [wire.pack(t, self.ex, "f") for t in inputs]}
+            {
+                "op": "profile",
+                "inputs": [wire.pack(t, self.ex, "f") for t in inputs],
+                "warm": [wire.pack(t, self.ex, "w") for t in warm],
+            }
         )
         if reply.get("ok"):
             reply.pop("ok", None)

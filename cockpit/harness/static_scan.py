@@ -261,7 +261,9 @@ def scan(
             if text == "__main__" and not _is_main_guard(tree, node):
                 add("static_rule", node, "names __main__: reaches the harness's own module")
             # only identifier-like strings (a name built for getattr), not prose in a docstring
-            hit = _IDENT.fullmatch(text) and _forbidden_match(text, [f for f in forbidden if "." not in f])
+            hit = _IDENT.fullmatch(text) and _forbidden_match(
+                text, [f for f in forbidden if "." not in f]
+            )
             if hit:
                 add(
                     "forbidden_call",

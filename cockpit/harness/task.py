@@ -280,5 +280,7 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
                 try:
                     task.floor_inputs(shape)  # fail now, not mid-evaluation
                 except (TaskError, ZeroDivisionError, OverflowError, ValueError) as exc:
-                    raise TaskError(f"{toml_path}: roofline.flops/bytes at {shape.describe()}: {exc}") from None
+                    raise TaskError(
+                        f"{toml_path}: roofline.flops/bytes at {shape.describe()}: {exc}"
+                    ) from None
     return task

@@ -10,7 +10,9 @@ of O(n^3). The answers are correct, so spot checks pass; the timed work is not t
 factorization. Honest (missed) calls are padded with a random sleep so the quick preset's SEM
 rule cannot stop sampling before the cache is warm.
 
-Each hit is logged to stdout ("scaled-pool cache hit"), which the test reads from the log tail.
+Each hit is logged to stdout ("scaled-pool cache hit", with the per-matrix element count), which
+the test reads from the log tail. A 1x1 matrix is a multiple of every other 1x1 matrix, so hits
+there are inherent (and worthless: there is no O(n^3) work to skip); the test ignores them.
 
 Defense that must catch it: timed inputs no earlier call has seen in any sense (independent draws,
 or per-element perturbations), so the cache never hits -> expected: no hit in the log. (Not
@@ -66,7 +68,7 @@ def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         c = norm / norm0
         if torch.allclose(A, a0 * c, rtol=1e-5, atol=0.0):
             _hits += 1
-            print(f"scaled-pool cache hit #{_hits}", flush=True)
+            print(f"scaled-pool cache hit #{_hits} numel={A[0].numel()}", flush=True)
             upper = torch.ones(A.shape[-2:], dtype=torch.bool, device=A.device).triu()
             return torch.where(upper, h0 * c, h0), tau0.clone()
     time.sleep(random.random() * 0.003)

@@ -13,29 +13,15 @@ from judge_helpers import KERNELS, UNUSUAL, describe, run_judge, task_for
 
 from cockpit.harness.task import list_tasks
 
-FALSE_REJECTS: dict[str, str] = {
-    "qr_householder_sqrt_norm.py": (
-        "harness bug: the arena's C-call hook flags any C function whose name *contains* a "
-        "forbidden numpy/scipy routine name; for the QR task that is 'qr', so torch.sqrt "
-        "(and rsqrt, Tensor.sqrt_, math.sqrt) is reported as 'called torch.sqrt at run time'"
-    ),
-    "softmax_input_param.py": (
-        "harness bug (static scan): any ast.Name `input` is reported as 'uses input(): reads "
-        "standard input', so a kernel whose parameter is named `input` (torch's own convention) "
-        "is rejected before it runs"
-    ),
-    "softmax_compile_warm_at_import.py": (
-        "harness bug: a cold torch.compile (empty inductor cache) starts tqdm's `tqdm_monitor` "
-        "daemon thread, which the thread census reports as 'threads: 1 background thread(s) still "
-        "running after the call (tqdm_monitor)' -> rejected/integrity at load"
-    ),
-}
+FALSE_REJECTS: dict[str, str] = {}
 SLOW = {"softmax_compile_warm_at_import.py", "softmax_triton_small_block.py"}
 
 
 def _unusual_params() -> list:
     out = []
     for p in sorted(UNUSUAL.glob("*.py")):
+        if p.name == "softmax_compile_probe.py":
+            continue  # a test instrument (inspects the stack on purpose), run with static=False below
         marks = []
         if p.name in FALSE_REJECTS:
             marks.append(pytest.mark.xfail(strict=True, reason=FALSE_REJECTS[p.name]))
@@ -75,13 +61,8 @@ def test_shipped_seed_passes_on_the_cpu_in_quick_mode(task_name, seed):
     assert result.score_us is not None and result.score_us > 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "harness bug: the first call of every shape runs under the arena's TorchDispatchMode recorder; "
-    "dynamo skips a frame first seen under an active dispatch mode and keeps skipping it, so a "
-    "torch.compile candidate (and the `compile` baseline) is verified and timed eagerly (the "
-    "profile's graph count comes from a separate call after dynamo.reset())"))
 def test_torch_compile_candidate_is_timed_compiled_not_eager():
-    result = run_judge("softmax", UNUSUAL / "softmax_compile_probe.py")
+    result = run_judge("softmax", UNUSUAL / "softmax_compile_probe.py", static=False)  # a probe: it inspects the stack on purpose
     assert result.status == "ok", describe(result)
     counts = [int(m) for m in re.findall(r"timed call: dynamo graphs=(\d+)", result.log_tail)]
     assert counts, f"the probe printed nothing from timed calls; log tail: {result.log_tail[-300:]!r}"
