@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cockpit",
         description="Kernel Cockpit: an LLM agent optimizes GPU kernels against a verifier it cannot fool.",
     )
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     s = sub.add_parser("tasks", help="list kernel tasks")
     s.add_argument("--json", action="store_true")
@@ -227,12 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_baseline)
 
-    try:
-        from cockpit import cli_loop  # the loop's sub-commands, once present
+    from cockpit import cli_agents, cli_loop, cli_tui  # cheap: each imports its work lazily
 
-        cli_loop.register(sub)
-    except ImportError:
-        pass
+    cli_loop.register(sub)  # run, demo, resume, ls, status, stop, send
+    cli_agents.register_models(sub)  # models
+    cli_tui.register_tui(sub)  # attach, replay
     return p
 
 

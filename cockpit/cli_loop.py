@@ -345,6 +345,23 @@ def cmd_send(args: argparse.Namespace) -> int:
     return 1
 
 
+class _Intermixed:
+    """A sub-command parser whose free words may come after its options, as people type them:
+    `cockpit send S redirect --branch b2 use bigger chunks`. Plain argparse gives the `*`
+    positional its (empty) share before the first option and refuses the words after it."""
+
+    _mixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._mixing:  # parse_known_intermixed_args calls back in, twice
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     def run_opts(s: argparse.ArgumentParser) -> None:
         s.add_argument("--device", help="cpu or cuda (default: cuda when visible)")
@@ -376,7 +393,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _sessions_arg(s)
     s.set_defaults(func=cmd_resume)
 
-    s = sub.add_parser("_engine", help=argparse.SUPPRESS)
+    s = sub.add_parser("_engine")  # no help: internal, what --detach starts
     s.add_argument("folder")
     s.set_defaults(func=cmd_engine)
 
@@ -399,9 +416,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_stop)
 
     s = sub.add_parser("send", help="post a command to a session's queue (pause, fork, redirect, ...)")
+    s.__class__ = type("SendParser", (_Intermixed, type(s)), {})
     s.add_argument("session")
     s.add_argument("command", help="pause | resume | fork | redirect | retire | set-model | set-budget | stop")
-    s.add_argument("text", nargs="*", help="instruction (redirect), model (set-model), budget, reason, candidate")
+    s.add_argument("text", nargs="*", default=[], help="instruction (redirect), model (set-model), budget, reason, candidate")
     s.add_argument("--branch")
     s.add_argument("--candidate")
     s.add_argument("--family")

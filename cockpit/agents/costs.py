@@ -1,0 +1,113 @@
+"""Tokens and dollars per call, summed per branch and per model, with caps.
+
+A cap stops *new* calls exactly at the cap: a call goes out while the spend is below every cap
+that applies and none goes out once a cap is reached (`spent >= cap`). The call that crosses the
+cap is not cut short (its cost is unknown until it returns), but its output is bounded:
+`max_tokens_left` clamps a call's `max_tokens` to the token allowance that remains. Thread-safe,
+so branches may propose concurrently.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class BudgetExceeded(Exception):
+    def __init__(self, reason: str, scope: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.scope = scope  # "session" (the profile's cap) or "branch"
+
+
+@dataclass
+class Spend:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0  # calls whose model litellm has no price for (counted as $0)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, prompt: int, completion: int, cost: float | None) -> None:
+        self.calls += 1
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        if cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += cost
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tokens": self.tokens, "cost_usd": round(self.cost_usd, 10)}
+
+
+@dataclass
+class Caps:
+    usd: float | None = None
+    tokens: int | None = None
+
+
+@dataclass
+class Ledger:
+    caps: Caps = field(default_factory=Caps)
+    branch_caps: dict[str, Caps] = field(default_factory=dict)
+    total: Spend = field(default_factory=Spend)
+    branches: dict[str, Spend] = field(default_factory=dict)
+    models: dict[str, Spend] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def with_caps(cls, usd: float | None = None, tokens: int | None = None) -> Ledger:
+        return cls(caps=Caps(usd, tokens))
+
+    def set_branch_cap(self, branch: str, usd: float | None = None, tokens: int | None = None) -> None:
+        with self._lock:
+            self.branch_caps[branch] = Caps(usd, tokens)
+
+    def record(self, branch: str, model: str, prompt_tokens: int, completion_tokens: int,
+               cost_usd: float | None) -> None:
+        with self._lock:
+            for s in (self.total, self.branches.setdefault(branch, Spend()), self.models.setdefault(model, Spend())):
+                s.add(int(prompt_tokens), int(completion_tokens), cost_usd)
+
+    def check(self, branch: str) -> None:
+        """Raise BudgetExceeded if a new call for `branch` would start at or past a cap."""
+        with self._lock:
+            for scope, caps, spend in (("session", self.caps, self.total),
+                                       ("branch", self.branch_caps.get(branch), self.branches.get(branch, Spend()))):
+                if caps is None:
+                    continue
+                who = "the session" if scope == "session" else f"branch {branch}"
+                if caps.usd is not None and spend.cost_usd >= caps.usd:
+                    raise BudgetExceeded(f"LLM budget reached for {who}: ${spend.cost_usd:.4f} of ${caps.usd:.4f} spent", scope)
+                if caps.tokens is not None and spend.tokens >= caps.tokens:
+                    raise BudgetExceeded(f"LLM token budget reached for {who}: {spend.tokens:,} of {caps.tokens:,} tokens used", scope)
+
+    def max_tokens_left(self, branch: str, wanted: int) -> int:
+        """`wanted`, clamped to the smallest token allowance left (at least 1)."""
+        with self._lock:
+            left = [c.tokens - s.tokens for c, s in ((self.caps, self.total),
+                                                     (self.branch_caps.get(branch), self.branches.get(branch, Spend())))
+                    if c is not None and c.tokens is not None]
+        return max(1, min([wanted, *left]))
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "total": self.total.to_dict(),
+                "branches": {k: v.to_dict() for k, v in self.branches.items()},
+                "models": {k: v.to_dict() for k, v in self.models.items()},
+                "caps": {"usd": self.caps.usd, "tokens": self.caps.tokens},
+            }
+
+    def restore(self, records: list[dict[str, Any]]) -> None:
+        """Rebuild the sums on resume from the per-call records the proposals carried
+        (`Proposal.usage["calls_detail"]`), so caps hold across engine restarts."""
+        for r in records:
+            self.record(str(r.get("branch", "")), str(r.get("model", "")), int(r.get("prompt_tokens", 0)),
+                        int(r.get("completion_tokens", 0)), r.get("cost_usd"))

@@ -1,0 +1,7 @@
+"""`python -m cockpit.tui SESSION [--replay] [--speed X]`: the cockpit without the full CLI."""
+
+import sys
+
+from cockpit.cli_tui import main
+
+sys.exit(main())

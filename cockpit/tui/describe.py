@@ -1,0 +1,134 @@
+"""One line per event, in words, with a tone: what the event log and the summary say.
+
+Tones are names, not colours: widgets map them to theme variables, so the log follows the
+theme and a colourless terminal still reads the glyphs.
+"""
+
+from __future__ import annotations
+
+from cockpit.store import events as ev
+from cockpit.store.models import Event
+from cockpit.tui.format import fmt_us
+
+TONES = ("good", "bad", "warn", "info", "human", "muted")
+TONE_STYLE = {
+    "good": "$success",
+    "bad": "$error",
+    "warn": "$warning",
+    "info": "$foreground",
+    "human": "$accent",
+    "muted": "$text-muted",
+}
+# Bookkeeping the log leaves out: each is implied by the event after it.
+QUIET_KINDS = frozenset({ev.PROPOSAL_REQUESTED, ev.CANDIDATE_COMMITTED})
+
+
+def first_reason(payload: dict) -> str:
+    """The first reason's message, prefixed by its kind when that differs from the verdict."""
+    reasons = payload.get("reasons") or []
+    if reasons and isinstance(reasons[0], dict):
+        r = reasons[0]
+        kind = r.get("kind", "")
+        prefix = f"{kind}: " if kind and kind != payload.get("status") else ""
+        return f"{prefix}{r.get('message', '')}"
+    return ""
+
+
+def command_target(kind: str | None, args: dict | None) -> str:
+    """`pause b2`, `fork c0005`, `set_model gpt-x (all)`: a command in a few words."""
+    args = args or {}
+    target = args.get("branch") or args.get("candidate") or ""
+    extra = ""
+    if kind == "set_model":
+        extra = f" {args.get('model')}" + ("" if args.get("branch") else " (all)")
+    elif kind == "set_budget":
+        extra = f" {args.get('budget')}"
+    elif kind == "redirect":
+        extra = f" ({args.get('mode', 'steer')})"
+    return f"{kind}{' ' + target if target else ''}{extra}"
+
+
+def describe(e: Event) -> tuple[str, str]:
+    """(text, tone) for one event. Unknown kinds are shown by name, never dropped."""
+    p, b, c = e.payload, e.branch or "", e.candidate or ""
+    k = e.kind
+    if k == ev.BEST_CHANGED:
+        prev = p.get("previous_us")
+        gain = f" (was {fmt_us(prev)})" if prev else ""
+        return f"★ {b} new best {p.get('candidate', c)} {fmt_us(p.get('score_us'))}{gain}", "good"
+    if k == ev.EVALUATION_FINISHED:
+        status = p.get("status", "?")
+        if status == "ok":
+            return f"{c} {b} ok {fmt_us(p.get('score_us'))}", "info"
+        if status == "duplicate":
+            return f"{c} {b} duplicate", "muted"
+        return f"✗ {c} {b} {status}: {first_reason(p)}", "bad"
+    if k == ev.CANDIDATE_PROPOSED:
+        note = p.get("note")
+        return f"{c} {b} proposed{f' ({note})' if note else ''}", "muted"
+    if k == ev.EVALUATION_STARTED:
+        return f"{c} {b} evaluating", "muted"
+    if k == ev.PROPOSAL_FAILED:
+        return f"✗ {b} no proposal: {p.get('reason', '')}", "bad"
+    if k == ev.PLATEAU_DETECTED:
+        why = p.get("reason") or f"{p.get('evaluations_since_best', '?')} evaluations without gain"
+        return f"≈ {b} plateau: {why}", "warn"
+    if k == ev.ESCALATED:
+        to = p.get("family") if p.get("mode") == "family" else p.get("model") or p.get("mode")
+        return f"↑ {b} escalated ({p.get('mode')}) → {to}", "warn"
+    if k == ev.BRANCH_STATE:
+        reason = p.get("reason")
+        return f"{b} {p.get('state')}{f' ({reason})' if reason else ''}", "warn"
+    if k == ev.BRANCH_CREATED:
+        return f"+ {b} created ({p.get('family')})", "info"
+    if k == ev.BRANCH_FORKED:
+        return f"⑂ {b} forked from {p.get('from_candidate')} ({p.get('family')})", "info"
+    if k == ev.COMMAND_RECEIVED:
+        return (
+            f"⌘ {command_target(p.get('kind'), p.get('args'))} from {p.get('source') or '?'}",
+            "human",
+        )
+    if k == ev.COMMAND_ACKED:
+        mark = "✓" if p.get("ok") else "✗"
+        return f"{mark} {p.get('kind')}: {p.get('message', '')}", "human" if p.get("ok") else "bad"
+    if k == ev.SESSION_STATE:
+        reason = p.get("reason")
+        return f"session {p.get('state')}{f' ({reason})' if reason else ''}", "warn"
+    if k == ev.SESSION_STARTED:
+        return f"engine started (pid {p.get('pid')} on {p.get('host')})", "info"
+    if k == ev.SESSION_CREATED:
+        return f"session {p.get('name')} created ({p.get('task')} on {p.get('device')})", "info"
+    if k == ev.BUDGET_CHANGED:
+        return f"budget {p.get('budget')} evaluations", "info"
+    if k == ev.MODEL_CHANGED:
+        return f"model {p.get('model')} for {b or 'all branches'}", "info"
+    if k == ev.ERROR:
+        return f"error: {p.get('message', '')}", "bad"
+    if k == ev.NOTE:
+        return str(p.get("text", "")), "muted"
+    return f"{k} {b} {c}".strip(), "muted"
+
+
+# Branch colours, by the branch's position in the beam: the history plot and the beam agree.
+BRANCH_STYLES = ("$primary", "$success", "$warning", "$accent", "$error", "$secondary")
+
+
+def branch_style(index: int) -> str:
+    return BRANCH_STYLES[index % len(BRANCH_STYLES)]
+
+
+STATE_GLYPH = {"running": "▶", "paused": "‖", "retired": "✕", "plateau": "≈"}
+STATE_STYLE = {
+    "running": "$success",
+    "paused": "$warning",
+    "plateau": "$warning",
+    "retired": "$text-muted",
+}
+
+
+def verdict_style(status: str | None) -> str:
+    if status == "ok":
+        return "$success"
+    if status in (None, "proposed", "evaluating", "duplicate"):
+        return "$text-muted"
+    return "$error"

@@ -1,0 +1,125 @@
+"""The view model: what the cockpit has learned from the snapshots so far, as plain data.
+
+Kept apart from the widgets so the rules (what is a branch's best-so-far curve, which command
+just got its acknowledgement, what deserves a bell) are pure functions a unit test can call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cockpit.store import events as ev
+from cockpit.store.models import Branch, Candidate, Command, Event
+from cockpit.tui.format import fmt_us
+from cockpit.tui.plot import StepSeries
+from cockpit.tui.sources import Snapshot
+
+RETIRED = "retired"
+
+
+@dataclass
+class SessionModel:
+    meta: dict[str, Any] = field(default_factory=dict)
+    branches: tuple[Branch, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    milestones: list[Event] = field(default_factory=list)
+    commands: dict[int, Command] = field(default_factory=dict)
+    last_event_id: int = 0
+    clock: float | None = None
+    first_t: float | None = None
+    last_t: float | None = None
+
+    def apply(self, snap: Snapshot) -> list[Command]:
+        """Take in a snapshot; returns the commands whose acknowledgement just arrived."""
+        if snap.reset:
+            self.milestones = list(snap.milestones)
+        else:
+            self.milestones.extend(snap.milestones)
+        self.meta, self.branches, self.candidates = snap.meta, snap.branches, snap.candidates
+        self.last_event_id, self.clock = snap.last_event_id, snap.clock
+        if snap.events:
+            self.last_t = max(self.last_t or snap.events[-1].t, snap.events[-1].t)
+        if snap.reset:
+            self.last_t = snap.events[-1].t if snap.events else None
+        self.first_t = self.meta.get("created") or self.first_t
+        acked = []
+        for c in snap.commands:
+            before = self.commands.get(c.id)
+            if before is not None and before.state == "pending" and c.state != "pending":
+                acked.append(c)
+            self.commands[c.id] = c
+        return acked
+
+    # --- questions the panels ask ----------------------------------------------------------
+
+    def branch(self, branch_id: str | None) -> Branch | None:
+        return next((b for b in self.branches if b.id == branch_id), None)
+
+    def candidate(self, candidate_id: str | None) -> Candidate | None:
+        return next((c for c in self.candidates if c.id == candidate_id), None)
+
+    @property
+    def pending(self) -> list[Command]:
+        return [c for c in self.commands.values() if c.state == "pending"]
+
+    @property
+    def evaluations(self) -> int:
+        return sum(
+            1
+            for c in self.candidates
+            if c.status not in (None, "proposed", "evaluating", "duplicate")
+        )
+
+    @property
+    def best(self) -> Candidate | None:
+        ok = [c for c in self.candidates if c.status == "ok" and c.score_us]
+        return min(ok, key=lambda c: c.score_us) if ok else None
+
+    @property
+    def paused_all(self) -> bool:
+        return self.meta.get("state") == "paused"
+
+    def history(self) -> tuple[list[str], list[StepSeries]]:
+        """Best-so-far per branch from the best_changed events: (branch ids, series)."""
+        points: dict[str, list[tuple[float, float]]] = {b.id: [] for b in self.branches}
+        ended: dict[str, float] = {}
+        for e in self.milestones:
+            if e.kind == ev.BEST_CHANGED and e.branch and e.payload.get("score_us"):
+                points.setdefault(e.branch, []).append((e.t, float(e.payload["score_us"])))
+            elif e.kind == ev.BRANCH_STATE and e.branch:
+                if e.payload.get("state") == RETIRED:
+                    ended[e.branch] = e.t
+                else:
+                    ended.pop(e.branch, None)
+        ids = [b for b in points if points[b]]
+        return ids, [StepSeries(tuple(points[b]), ended.get(b)) for b in ids]
+
+    def marks(self) -> list[tuple[float, str]]:
+        """Human actions (▲) and family switches / forks (◆) on the time axis."""
+        out = []
+        for e in self.milestones:
+            if e.kind == ev.COMMAND_ACKED and e.payload.get("ok"):
+                out.append((e.t, "▲"))
+            elif e.kind == ev.ESCALATED or e.kind == ev.BRANCH_FORKED:
+                out.append((e.t, "◆"))
+        return out
+
+
+def notable(events: tuple[Event, ...]) -> list[tuple[str, str, bool]]:
+    """(message, severity, ring the bell) for events worth a toast: a new best, a plateau, a
+    failing provider or an engine error."""
+    out = []
+    for e in events:
+        if e.kind == ev.BEST_CHANGED:
+            score = fmt_us(e.payload.get("score_us"))
+            out.append((f"★ new best on {e.branch}: {e.candidate} {score}", "information", True))
+        elif e.kind == ev.PLATEAU_DETECTED:
+            out.append((f"≈ {e.branch} reached a plateau", "warning", True))
+        elif e.kind == ev.PROPOSAL_FAILED:
+            out.append(
+                (f"✗ {e.branch}: no proposal ({e.payload.get('reason', '')})", "error", True)
+            )
+        elif e.kind == ev.ERROR:
+            out.append((f"engine error: {e.payload.get('message', '')}", "error", True))
+    return out

@@ -1,0 +1,1 @@
+"""The cockpit's screens: the main screen, the candidate detail screen, and the dialogs."""

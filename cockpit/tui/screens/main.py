@@ -1,0 +1,461 @@
+"""`MainScreen`: GPU, benchmark history and beam side by side; candidate detail and event log
+below. Reads through the injected `SessionSource` in worker threads, writes only commands."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from cockpit.tui.commands import PaletteEntry
+from cockpit.tui.describe import command_target
+from cockpit.tui.messages import CommandPosted, DetailLoaded, SnapshotLoaded, SummaryReady
+from cockpit.tui.model import SessionModel, notable
+from cockpit.tui.screens.confirm import ConfirmDialog
+from cockpit.tui.screens.detail import DetailScreen
+from cockpit.tui.screens.fork import ForkDialog
+from cockpit.tui.screens.help import HelpScreen
+from cockpit.tui.screens.redirect import RedirectDialog
+from cockpit.tui.screens.retire import RetireDialog
+from cockpit.tui.screens.set_model import ModelDialog
+from cockpit.tui.screens.since_last import SinceLastLookedScreen
+from cockpit.tui.sources import SessionSource
+from cockpit.tui.summary import (
+    SUMMARY_KINDS,
+    LastLooked,
+    read_last_looked,
+    summarize,
+    summary_lines,
+    write_last_looked,
+)
+from cockpit.tui.widgets.beam_panel import BeamPanel
+from cockpit.tui.widgets.candidate_detail import CandidateDetail
+from cockpit.tui.widgets.event_log import EventLog
+from cockpit.tui.widgets.gpu_panel import GpuPanel
+from cockpit.tui.widgets.history_plot import HistoryData, HistoryPlot, quantize_end
+from cockpit.tui.widgets.session_bar import SessionBar, bar_content
+
+STEERING = {"toggle_branch", "toggle_all", "fork", "redirect", "retire", "set_model", "stop_engine"}
+NEEDS_BRANCH = {"toggle_branch", "redirect", "retire"}
+REPLAY = {"play", "step", "step_back", "slower", "faster", "to_start", "to_end", "next_milestone"}
+REPLAY_TICK_S = 0.1
+
+
+class MainScreen(Screen[None]):
+    CSS_PATH = "main.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (160, "-wide")]
+    BINDINGS = [
+        Binding("space", "toggle_branch", "Pause/resume", id="cockpit.toggle_branch"),
+        Binding("P", "toggle_all", "Pause all", id="cockpit.toggle_all", key_display="P"),
+        Binding("f", "fork", "Fork", id="cockpit.fork"),
+        Binding("r", "redirect", "Redirect", id="cockpit.redirect"),
+        Binding("x", "retire", "Retire", id="cockpit.retire"),
+        Binding("m", "set_model", "Model", id="cockpit.set_model"),
+        Binding("enter", "details", "Details", id="cockpit.details", priority=True),
+        Binding("d", "diff", "Diff", id="cockpit.diff"),
+        Binding("tab", "app.focus_next", "Next panel", id="cockpit.next_panel", show=False),
+        Binding("question_mark", "help", "Help", id="cockpit.help", key_display="?"),
+        Binding("q", "detach", "Detach", id="cockpit.detach"),
+        Binding("ctrl+r", "refresh", "Refresh now", id="cockpit.refresh", show=False),
+        Binding("space", "play", "Play/pause", id="replay.play"),
+        Binding(
+            "left_square_bracket", "step_back", "Step back", id="replay.step_back", key_display="["
+        ),
+        Binding("right_square_bracket", "step", "Step", id="replay.step", key_display="]"),
+        Binding("less_than_sign", "slower", "Slower", id="replay.slower", key_display="<"),
+        Binding("greater_than_sign", "faster", "Faster", id="replay.faster", key_display=">"),
+        Binding("g", "to_start", "Start", id="replay.start"),
+        Binding("G", "to_end", "End", id="replay.end", key_display="G"),
+        Binding("n", "next_milestone", "Next best/action", id="replay.next"),
+    ]
+    PALETTE_ONLY = (
+        PaletteEntry(
+            "Stop the engine…", "stop_engine", "asks for confirmation; the session can be resumed"
+        ),
+    )
+
+    selection: reactive[tuple[str | None, str | None]] = reactive((None, None), init=False)
+
+    def __init__(
+        self,
+        source: SessionSource,
+        *,
+        now: Callable[[], float] = time.time,
+        poll_interval: float | None = 1.0,
+        show_summary: bool = True,
+        command_source: str = "tui",
+        user: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.now = now
+        self.poll_interval = poll_interval
+        self.show_summary = show_summary and source.can_command
+        self.command_source = command_source
+        self.user = user
+        self.model = SessionModel()
+        self.loaded = False
+        self._polling = False
+        self._mine: set[int] = set()
+        self._detail_open: str | None = None
+        self._tick_t = time.monotonic()
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield SessionBar(id="bar")
+        with Horizontal(id="top"):
+            yield GpuPanel(id="gpu")
+            yield HistoryPlot(id="history")
+            yield BeamPanel(id="beam")
+        with Horizontal(id="bottom"):
+            yield CandidateDetail(id="detail")
+            yield EventLog(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(BeamPanel).option_list.focus()
+        self._load()
+        if self.poll_interval and self.source.player is None:
+            self.set_interval(self.poll_interval, self.action_refresh)
+        if self.poll_interval and self.source.player is not None:
+            self.set_interval(REPLAY_TICK_S, self._tick)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self) -> None:
+        self.post_message(SnapshotLoaded(self.source.load()))
+
+    def action_refresh(self) -> None:
+        if not self._polling and self.loaded:
+            self._polling = True
+            self._poll()
+
+    @work(thread=True, group="poll")
+    def _poll(self) -> None:
+        try:
+            snap = self.source.poll()
+        finally:
+            self._polling = False
+        if snap is not None:
+            self.post_message(SnapshotLoaded(snap))
+
+    @on(SnapshotLoaded)
+    def _apply(self, message: SnapshotLoaded) -> None:
+        snap = message.snapshot
+        first = not self.loaded
+        self.loaded = True
+        acked = self.model.apply(snap)
+        self.query_one(BeamPanel).show(snap.branches, snap.candidates)
+        self.query_one(GpuPanel).show(snap.telemetry)
+        log = self.query_one(EventLog)
+        if snap.reset:
+            log.reset(snap.events)
+        else:
+            log.add(snap.events)
+        self._draw_history()
+        self._draw_bar()
+        for c in acked:
+            ok = c.state == "acked"
+            what = command_target(c.kind, c.args)
+            self.notify(
+                f"{'✓' if ok else '✗'} {what}: {c.ack_message or c.state}",
+                title="engine acknowledged" if ok else "engine refused",
+                severity="information" if ok else "error",
+            )
+        if self.source.can_command and not snap.reset:
+            for text, severity, bell in notable(snap.events):
+                self.notify(text, severity=severity)  # type: ignore[arg-type]
+                if bell:
+                    self.app.bell()
+        if first and self.show_summary:
+            self._summarize()
+        self.refresh_bindings()
+
+    def _display_now(self) -> float:
+        return self.model.clock if self.model.clock is not None else self.now()
+
+    def _draw_history(self) -> None:
+        m = self.model
+        ids, series = m.history()
+        t1 = self._display_now()
+        t0 = m.first_t or (series[0].points[0][0] if series else t1)
+        if m.clock is None:
+            t1 = quantize_end(t0, t1)
+        colour = {b.id: i for i, b in enumerate(m.branches)}
+        self.query_one(HistoryPlot).data = HistoryData(
+            tuple(ids),
+            tuple(colour.get(b, i) for i, b in enumerate(ids)),
+            tuple(series),
+            tuple(m.marks()),
+            t0,
+            max(t1, t0 + 1),
+            live=m.clock is None,
+        )
+
+    def _draw_bar(self) -> None:
+        replay = None
+        player = self.source.player
+        if player is not None:
+            done, total, _, _ = player.progress()
+            replay = (player.playing, player.speed, done, total)
+        self.query_one(SessionBar).update(
+            bar_content(self.source.name, self.model, self.now(), replay)
+        )
+
+    # --- selection and detail --------------------------------------------------------------
+
+    @on(BeamPanel.Selected)
+    def _selected(self, message: BeamPanel.Selected) -> None:
+        self.selection = (message.branch, message.candidate)
+
+    def watch_selection(self, selection: tuple[str | None, str | None]) -> None:
+        self.refresh_bindings()
+        if selection[1]:
+            self._load_detail(selection[1], None)
+
+    @work(thread=True, exclusive=True, group="detail")
+    def _load_detail(self, candidate_id: str, open_tab: str | None) -> None:
+        cand = self.model.candidate(candidate_id)
+        detail = self.source.candidate_detail(cand) if cand else None
+        self.post_message(DetailLoaded(detail, open_tab))
+
+    @on(DetailLoaded)
+    def _detail_loaded(self, message: DetailLoaded) -> None:
+        d = message.detail
+        if d is None or d.candidate.id != self.selection[1]:
+            return
+        self.query_one("#detail", CandidateDetail).show(d)
+        if message.open_tab:
+            self.app.push_screen(DetailScreen(d, message.open_tab))
+
+    def _open_detail(self, tab: str) -> None:
+        cid = self.selection[1]
+        panel = self.query_one("#detail", CandidateDetail)
+        if panel.detail is not None and panel.detail.candidate.id == cid:
+            self.app.push_screen(DetailScreen(panel.detail, tab))
+        elif cid:
+            self._load_detail(cid, tab)
+
+    def action_details(self) -> None:
+        self._open_detail("code")
+
+    def action_diff(self) -> None:
+        self._open_detail("diff")
+
+    # --- availability ----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in STEERING:
+            if not self.source.can_command:
+                return False
+            if not self.loaded:
+                return None
+            branch = self.model.branch(self.selection[0])
+            if action in NEEDS_BRANCH and (branch is None or branch.state == "retired"):
+                return None
+            if action == "fork" and self.model.candidate(self.selection[1]) is None:
+                return None
+        if action in REPLAY:
+            return self.source.player is not None
+        if action in ("details", "diff") and not self.selection[1]:
+            return None
+        return True
+
+    # --- steering --------------------------------------------------------------------------
+
+    @work(thread=True, group="commands")
+    def _send(self, kind: str, args: dict[str, Any]) -> None:
+        cid = self.source.post_command(kind, args, self.command_source)
+        self.post_message(CommandPosted(cid, kind, args))
+
+    @on(CommandPosted)
+    def _posted(self, message: CommandPosted) -> None:
+        self._mine.add(message.command_id)
+        what = command_target(message.kind, message.args)
+        self.notify(f"sent {what} (#{message.command_id}); waiting for the engine")
+        self.query_one(EventLog).say(f"→ sent {what} (#{message.command_id})")
+        self.action_refresh()
+
+    def action_toggle_branch(self) -> None:
+        b = self.model.branch(self.selection[0])
+        if b is not None:
+            self._send("resume" if b.state == "paused" else "pause", {"branch": b.id})
+
+    def action_toggle_all(self) -> None:
+        self._send("resume" if self.model.paused_all else "pause", {})
+
+    def action_fork(self) -> None:
+        c = self.model.candidate(self.selection[1])
+        if c is None:
+            return
+        families = sorted({b.family for b in self.model.branches if b.family})
+
+        def done(args: dict[str, Any] | None) -> None:
+            if args is not None:
+                self._send("fork", {"candidate": c.id, **args})
+
+        self.app.push_screen(ForkDialog(c.id, c.family, families), done)
+
+    def action_redirect(self) -> None:
+        b = self.model.branch(self.selection[0])
+        if b is None:
+            return
+
+        def done(args: dict[str, Any] | None) -> None:
+            if args is not None:
+                self._send("redirect", {"branch": b.id, **args})
+
+        self.app.push_screen(RedirectDialog(b.id, b.info.get("instruction")), done)
+
+    def action_retire(self) -> None:
+        b = self.model.branch(self.selection[0])
+        if b is None:
+            return
+
+        def done(reason: str | None) -> None:
+            if reason is not None:
+                self._send("retire", {"branch": b.id, **({"reason": reason} if reason else {})})
+
+        self.app.push_screen(RetireDialog(b.id, b.family), done)
+
+    def action_set_model(self) -> None:
+        b = self.model.branch(self.selection[0])
+        models = sorted(
+            {x.model for x in self.model.branches if x.model}
+            | {m for m in [self.model.meta.get("model")] if m}
+            | set(getattr(self.app, "models", ()))
+        )
+
+        def done(args: dict[str, Any] | None) -> None:
+            if args is not None:
+                self._send("set_model", args)
+
+        self.app.push_screen(ModelDialog(b.id if b else None, b.model if b else None, models), done)
+
+    def action_stop_engine(self) -> None:
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._send("stop", {})
+
+        question = (
+            "Stop the engine? It finishes the evaluation in flight; `cockpit resume` continues."
+        )
+        self.app.push_screen(ConfirmDialog(question, "Stop engine"), done)
+
+    # --- replay ----------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        dt, self._tick_t = now - self._tick_t, now
+        player = self.source.player
+        if player is not None and player.playing and not self._polling:
+            self._polling = True
+            self._play("advance", dt)
+
+    @work(thread=True, exclusive=True, group="replay")
+    def _play(self, method: str, *args: Any) -> None:
+        try:
+            snap = getattr(self.source.player, method)(*args)
+        finally:
+            self._polling = False
+        if snap is not None:
+            self.post_message(SnapshotLoaded(snap))
+
+    def action_play(self) -> None:
+        player = self.source.player
+        if player is not None:
+            player.playing = not player.playing
+            self._tick_t = time.monotonic()
+            self._draw_bar()
+
+    def action_step(self) -> None:
+        self._play("step", 1)
+
+    def action_step_back(self) -> None:
+        self._play("step_back")
+
+    def action_to_start(self) -> None:
+        self._play("to_start")
+
+    def action_to_end(self) -> None:
+        self._play("to_end")
+
+    def action_next_milestone(self) -> None:
+        self._play("next_milestone")
+
+    def _change_speed(self, direction: int) -> None:
+        player = self.source.player
+        if player is None:
+            return
+        speeds = getattr(player, "SPEEDS", (1, 10, 100, 1000))
+        faster = [s for s in speeds if s > player.speed]
+        slower = [s for s in speeds if s < player.speed]
+        if direction > 0 and faster:
+            player.speed = faster[0]
+        elif direction < 0 and slower:
+            player.speed = slower[-1]
+        self._draw_bar()
+
+    def action_slower(self) -> None:
+        self._change_speed(-1)
+
+    def action_faster(self) -> None:
+        self._change_speed(+1)
+
+    # --- the rest --------------------------------------------------------------------------
+
+    @work(thread=True, group="summary")
+    def _summarize(self) -> None:
+        mark = read_last_looked(self.source.folder, self.user)
+        since = mark.event_id if mark else 0
+        summary = summarize(self.source.events_since(since, SUMMARY_KINDS), mark)
+        summary.cost_usd += self.source.cost_since(since)
+        self.post_message(SummaryReady(summary, self.model.last_event_id))
+
+    @on(SummaryReady)
+    def _summary_ready(self, message: SummaryReady) -> None:
+        lines = summary_lines(message.summary, self.now())
+        if message.summary.empty:
+            self.notify(lines[0][0])
+            self.remember_last_looked()
+            return
+        self.app.push_screen(SinceLastLookedScreen(lines), lambda _: self.remember_last_looked())
+
+    def remember_last_looked(self) -> None:
+        """Mark everything shown so far as seen (live sessions only; replay never marks)."""
+        if self.source.can_command and self.loaded:
+            mark = LastLooked(self.model.last_event_id, self.now())
+            write_last_looked(self.source.folder, mark, self.user)
+
+    def action_help(self) -> None:
+        rows = []
+        for active in self.active_bindings.values():
+            b = active.binding
+            if active.node is self and b.description:
+                rows.append((self.app.get_key_display(b), b.description, b.id or ""))
+        rows += [("ctrl+p", e.name, "palette") for e in self.PALETTE_ONLY]
+        self.app.push_screen(HelpScreen(rows))
+
+    def action_detach(self) -> None:
+        self.remember_last_looked()
+        self.app.exit()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker failure lands here: shown, never fatal (the engine is unaffected)."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self._polling = False
+            self.notify(
+                f"{type(error).__name__}: {error}", title=event.worker.group, severity="error"
+            )

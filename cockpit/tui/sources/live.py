@@ -1,0 +1,121 @@
+"""`LiveSource`: polls a session record read-only while its engine writes (attach)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from cockpit.store import SessionRecord
+from cockpit.store.models import Branch, Candidate, Command, Event, TelemetrySample
+from cockpit.tui.sources.base import (
+    LOG_TAIL,
+    MILESTONE_KINDS,
+    TELEMETRY_WINDOW,
+    CandidateDetail,
+    Snapshot,
+)
+from cockpit.tui.sources.reads import Details, cost_between, events_through, telemetry_before
+
+
+class LiveSource:
+    """Polls a session record read-only: cheap when nothing changed (two small queries)."""
+
+    can_command = True
+    player = None
+
+    def __init__(self, folder: str | Path, *, telemetry_window: int = TELEMETRY_WINDOW) -> None:
+        self.folder = Path(folder)
+        self.name = self.folder.name
+        self.record = SessionRecord.open_readonly(self.folder)
+        self.telemetry_window = telemetry_window
+        self._details = Details(self.record, self.folder)
+        self._lock = threading.Lock()
+        self._last_id = 0
+        self._last_tel: float | None = None
+        self._branches: tuple[Branch, ...] = ()
+        self._candidates: tuple[Candidate, ...] = ()
+        self._telemetry: tuple[TelemetrySample, ...] = ()
+        self._commands: tuple[Command, ...] = ()
+        self._meta: dict[str, Any] = {}
+
+    def load(self) -> Snapshot:
+        with self._lock, self.record.snapshot():
+            last = self.record.last_event_id()
+            self._meta = self.record.meta()
+            self._branches = tuple(self.record.branches())
+            self._candidates = tuple(self.record.candidates())
+            self._telemetry = telemetry_before(self.record, None, self.telemetry_window)
+            self._last_tel = self._telemetry[-1].t if self._telemetry else None
+            self._commands = tuple(self.record.commands())
+            events = events_through(self.record, last, LOG_TAIL)
+            milestones = tuple(self.record.events(kinds=MILESTONE_KINDS))
+            self._last_id = last
+            return Snapshot(
+                self._meta,
+                self._branches,
+                self._candidates,
+                events,
+                milestones,
+                self._telemetry,
+                self._commands,
+                last,
+                reset=True,
+            )
+
+    def poll(self) -> Snapshot | None:
+        """Only what changed since the last call; None when nothing did."""
+        with self._lock, self.record.snapshot():
+            last = self.record.last_event_id()
+            (tel_t,) = self.record.execute("SELECT max(t) FROM telemetry")[0]
+            commands = tuple(self.record.commands())
+            if last == self._last_id and tel_t == self._last_tel and commands == self._commands:
+                return None
+            events: tuple[Event, ...] = ()
+            if last != self._last_id:
+                events = tuple(self.record.events(after_id=self._last_id))
+                self._meta = self.record.meta()
+                self._branches = tuple(self.record.branches())
+                self._candidates = tuple(self.record.candidates())
+                self._last_id = last
+            if tel_t != self._last_tel:
+                self._telemetry = telemetry_before(self.record, None, self.telemetry_window)
+                self._last_tel = tel_t
+            if commands != self._commands:
+                self._commands = commands
+            milestones = tuple(e for e in events if e.kind in MILESTONE_KINDS)
+            return Snapshot(
+                self._meta,
+                self._branches,
+                self._candidates,
+                events[-LOG_TAIL:],
+                milestones,
+                self._telemetry,
+                self._commands,
+                last,
+                reset=False,
+            )
+
+    def events_since(self, event_id: int, kinds: tuple[str, ...]) -> list[Event]:
+        with self._lock:
+            return self.record.events(after_id=event_id, kinds=kinds)
+
+    def cost_since(self, event_id: int) -> float:
+        with self._lock:
+            return cost_between(self.record, event_id, None)
+
+    def candidate_detail(self, candidate: Candidate) -> CandidateDetail | None:
+        with self._lock:
+            current = self.record.candidate(candidate.id) or candidate
+            return self._details.detail(current)
+
+    def post_command(self, kind: str, args: dict[str, Any], source: str) -> int:
+        """Write to the queue through a short-lived read-write connection: the viewer's own
+        connection stays read-only, so a viewer can never write anything but a command."""
+        with SessionRecord.open(self.folder) as rw:
+            return rw.post_command(kind, args, source=source)
+
+    def close(self) -> None:
+        with self._lock:
+            self._details.close()
+            self.record.close()

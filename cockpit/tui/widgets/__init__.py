@@ -1,0 +1,1 @@
+"""The cockpit's panels, one widget per module."""

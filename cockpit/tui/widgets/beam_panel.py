@@ -1,0 +1,218 @@
+"""`BeamPanel`: the beam as a list, branches with their latest candidates under them.
+
+An `OptionList` rather than a `DataTable`: rows carry theme-styled `Content` and stable ids
+(`b:<branch>`, `c:<candidate>`), so the highlight survives every refresh. Columns shrink with
+the panel: family and model disappear first, then the words of the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from cockpit.store.models import Branch, Candidate
+from cockpit.tui.describe import STATE_GLYPH, STATE_STYLE, branch_style, verdict_style
+from cockpit.tui.format import clip, fmt_speedup, fmt_us
+
+CANDIDATES_PER_BRANCH = 4
+WIDE = 58  # inner width from which the state is spelled out and the model gets a column
+
+
+@dataclass(frozen=True)
+class Columns:
+    name: int = 8
+    state: int = 9
+    family: int = 0
+    model: int = 0
+    verdict: int = 9
+    score: int = 8
+    speedup: int = 6
+
+    @classmethod
+    def for_width(cls, width: int) -> Columns:
+        if width >= WIDE:
+            rest = width - (8 + 12 + 8 + 8 + 6) - 6  # family and model share the rest
+            model = min(16, rest * 2 // 5) if rest >= 26 else 0
+            return cls(
+                state=12, verdict=8, family=max(6, rest - model - (1 if model else 0)), model=model
+            )
+        family = width - (7 + 2 + 6 + 7) - 4
+        return cls(
+            name=7, state=2, verdict=6, score=7, speedup=0, family=family if family >= 6 else 0
+        )
+
+
+def _cells(cols: Columns, cells: list[tuple[str, int, str, bool]]) -> Content:
+    """(text, width, style, right-aligned) cells, space separated; zero-width cells dropped."""
+    parts: list[tuple[str, str] | str] = []
+    for text, width, style, right in cells:
+        if width <= 0:
+            continue
+        cell = text[:width].rjust(width) if right else clip(text, width)
+        parts += [(cell, style), " "]
+    return Content.assemble(*parts[:-1])
+
+
+SHORT_LABELS = {"state": "", "verdict": "verd."}
+
+
+def header(cols: Columns) -> Content:
+    def label(name: str, width: int) -> str:
+        return name if len(name) <= width else SHORT_LABELS.get(name, name)
+
+    return _cells(
+        cols,
+        [
+            ("branch", cols.name, "bold", False),
+            (label("state", cols.state), cols.state, "bold", False),
+            ("family", cols.family, "bold", False),
+            ("model", cols.model, "bold", False),
+            (label("verdict", cols.verdict), cols.verdict, "bold", False),
+            ("score", cols.score, "bold", True),
+            ("×ref", cols.speedup, "bold", True),
+        ],
+    )
+
+
+def branch_row(b: Branch, colour: int, best: Candidate | None, cols: Columns) -> Content:
+    state = b.state or "?"
+    plateaus = b.info.get("plateaus", 0)
+    label = STATE_GLYPH.get(state, "?") + ("" if cols.state < 6 else f" {state}")
+    if plateaus and cols.state >= 6:
+        label += f" ≈{plateaus}"
+    muted = state == "retired"
+    return _cells(
+        cols,
+        [
+            (b.id, cols.name, "bold " + ("$text-muted" if muted else branch_style(colour)), False),
+            (label, cols.state, STATE_STYLE.get(state, "$text-muted"), False),
+            (b.family or "", cols.family, "$text-muted" if muted else "", False),
+            (b.model or "default", cols.model, "$text-muted", False),
+            ("", cols.verdict, "", False),
+            (fmt_us(b.best_us), cols.score, "bold $success" if b.best_us else "$text-muted", True),
+            (fmt_speedup(best.summary.get("speedups")) if best else "", cols.speedup, "", True),
+        ],
+    )
+
+
+def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
+    status = c.status or "?"
+    verdict = "eval…" if status == "evaluating" else status
+    return _cells(
+        cols,
+        [
+            (f" {c.id}", cols.name, "", False),
+            ("★" if is_best else "", cols.state, "$success", False),
+            (c.family or "", cols.family, "$text-muted", False),
+            (c.model or "", cols.model, "$text-muted", False),
+            (verdict, cols.verdict, verdict_style(status), False),
+            (fmt_us(c.score_us), cols.score, "", True),
+            (fmt_speedup(c.summary.get("speedups")), cols.speedup, "", True),
+        ],
+    )
+
+
+def beam_options(
+    branches: tuple[Branch, ...], candidates: tuple[Candidate, ...], cols: Columns
+) -> list[Option]:
+    """Branches in beam order, each followed by its newest candidates (and its best, always)."""
+    by_branch: dict[str | None, list[Candidate]] = {}
+    index = {c.id: c for c in candidates}
+    for c in candidates:
+        by_branch.setdefault(c.branch, []).append(c)
+    options = []
+    for colour, b in enumerate(branches):
+        best = index.get(b.best_candidate or "")
+        options.append(Option(branch_row(b, colour, best, cols), id=f"b:{b.id}"))
+        own = by_branch.get(b.id, [])
+        shown = list(reversed(own[-CANDIDATES_PER_BRANCH:]))
+        if best is not None and best.branch == b.id and best not in shown:
+            shown.append(best)
+        for c in shown:
+            options.append(Option(candidate_row(c, c.id == b.best_candidate, cols), id=f"c:{c.id}"))
+        hidden = len(own) - len([c for c in shown if c.branch == b.id])
+        if hidden > 0:
+            more = Content.styled(f"  … {hidden} more", "$text-muted")
+            options.append(Option(more, id=f"m:{b.id}", disabled=True))
+    return options
+
+
+class BeamPanel(Vertical):
+    DEFAULT_CSS = """
+    BeamPanel { height: 1fr; }
+    BeamPanel > #beam-header { height: 1; padding: 0 1; }
+    BeamPanel > OptionList, BeamPanel > OptionList:focus { height: 1fr; border: none; padding: 0; }
+    """
+
+    @dataclass
+    class Selected(Message):
+        """The highlighted row changed: its branch, and its candidate (a branch row: its best)."""
+
+        branch: str | None
+        candidate: str | None
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "beam"
+        self._branches: tuple[Branch, ...] = ()
+        self._candidates: tuple[Candidate, ...] = ()
+        self._cols: Columns | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="beam-header")
+        yield OptionList(id="beam-list")
+
+    @property
+    def option_list(self) -> OptionList:
+        return self.query_one("#beam-list", OptionList)
+
+    def show(self, branches: tuple[Branch, ...], candidates: tuple[Candidate, ...]) -> None:
+        if branches is self._branches and candidates is self._candidates:
+            return
+        self._branches, self._candidates = branches, candidates
+        self._rebuild()
+
+    def on_resize(self) -> None:
+        cols = Columns.for_width(self._inner_width())
+        if cols != self._cols:
+            self._rebuild()
+
+    def _inner_width(self) -> int:
+        return self.size.width - 1 - self.option_list.styles.scrollbar_size_vertical
+
+    def _rebuild(self) -> None:
+        cols = self._cols = Columns.for_width(self._inner_width())
+        self.query_one("#beam-header", Static).update(header(cols))
+        ol = self.option_list
+        highlighted = ol.highlighted_option.id if ol.highlighted_option else None
+        ol.clear_options()
+        ol.add_options(beam_options(self._branches, self._candidates, cols))
+        if ol.option_count:
+            try:
+                ol.highlighted = ol.get_option_index(highlighted) if highlighted else 0
+            except LookupError:  # the row is gone (a replay stepped back): start over
+                ol.highlighted = 0
+
+    def select(self, option_id: str) -> None:
+        """Highlight a row by id (`b:b2`, `c:c0005`)."""
+        ol = self.option_list
+        ol.highlighted = ol.get_option_index(option_id)
+
+    @on(OptionList.OptionHighlighted, "#beam-list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        oid = event.option.id or ""
+        kind, _, key = oid.partition(":")
+        if kind == "b":
+            branch = next((b for b in self._branches if b.id == key), None)
+            self.post_message(self.Selected(key, branch.best_candidate if branch else None))
+        elif kind == "c":
+            cand = next((c for c in self._candidates if c.id == key), None)
+            self.post_message(self.Selected(cand.branch if cand else None, key))

@@ -1,0 +1,57 @@
+"""`SessionBar`: one line with the session's name, state, budget, best, pending commands and
+(in replay) the virtual clock and speed."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us
+from cockpit.tui.model import SessionModel
+
+STATE_STYLE = {"running": "$success", "paused": "$warning", "created": "$text-muted"}
+
+
+def bar_content(
+    name: str,
+    model: SessionModel,
+    now: float,
+    replay: tuple[bool, float, int, int] | None = None,
+) -> Content:
+    """`replay`: (playing, speed, delivered, total) when replaying."""
+    meta = model.meta
+    state = meta.get("state") or "?"
+    best = model.best
+    budget = meta.get("budget")
+    # Most important first: a narrow terminal cuts the end of the line.
+    parts: list[tuple[str, str] | str] = [
+        (name, "bold"),
+        " · ",
+        (state, STATE_STYLE.get(state, "$error" if state == "crashed" else "$text-muted")),
+    ]
+    if replay is not None:
+        playing, speed, done, total = replay
+        parts += [
+            " · ",
+            (f"REPLAY {'▶' if playing else '‖'} {speed:g}× {done}/{total}", "$accent"),
+            f" {fmt_clock(model.clock)}",
+        ]
+    parts += [
+        " · ",
+        f"{model.evaluations}/{budget if budget is not None else '?'} evals",
+        " · best ",
+        (f"{fmt_us(best.score_us)} {best.id}" if best else "–", "$success" if best else ""),
+    ]
+    pending = model.pending
+    if pending:
+        parts += [" · ", (f"⧗ {len(pending)} pending", "$warning")]
+    if replay is None and model.last_t is not None:
+        parts += [" · ", (f"last event {fmt_ago(now - model.last_t)} ago", "$text-muted")]
+    parts += [" · ", f"{meta.get('task') or '?'} on {meta.get('device') or '?'}"]
+    return Content.assemble(*parts)
+
+
+class SessionBar(Static):
+    DEFAULT_CSS = """
+    SessionBar { height: 1; background: $panel; padding: 0 1; }
+    """
