@@ -249,4 +249,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m cockpit.cli` runs this file as __main__; go through the canonical module so the
+    # sub-command modules' `from cockpit.cli import UsageError` is the class caught above
+    from cockpit.cli import main as _main
+
+    sys.exit(_main())

@@ -53,7 +53,8 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         raise UsageError(f"--budget {args.budget}: must be at least 1 evaluation")
     return EngineConfig(task=str(task_root), device=device, beam=args.beam, budget=args.budget,
                         mode=args.mode, agent=args.agent, model=getattr(args, "model", None),
-                        plateau_window=args.plateau, seed=args.seed)
+                        plateau_window=args.plateau, seed=args.seed,
+                        extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {})
 
 
 def _start(folder: Path, detach: bool, headless: bool) -> int:
@@ -67,6 +68,9 @@ def _start(folder: Path, detach: bool, headless: bool) -> int:
         while time.monotonic() < deadline and engine_pid(folder) is None:
             if proc.poll() is not None:
                 tail = (folder / "engine.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
+                if proc.returncode == 0:  # nothing left to do (a resumed session whose budget is spent)
+                    print(tail[0])
+                    return 0
                 raise UsageError(f"the engine exited at once: {tail[0]}")
             time.sleep(0.1)
         print(f"session {folder.name} running in the background (pid {proc.pid})")
@@ -84,7 +88,8 @@ def run_engine(folder: Path, headless: bool = True) -> int:
     with SessionRecord.open_readonly(folder) as rec:
         meta = rec.meta()
     cfg = EngineConfig.from_dict(meta.get("config") or {})
-    proposer = make_proposer(load_profile(cfg.agent))
+    proposer = make_proposer(load_profile(cfg.agent), model=cfg.model, api_base=cfg.extra.get("api_base"),
+                             transcript=folder / "agent.jsonl")
     printer = HeadlessPrinter(cfg.budget) if headless else None
     try:
         engine = Engine(folder, cfg, proposer, printer=printer)
@@ -172,6 +177,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 config=cfg.to_dict())
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if not args.detach and not getattr(args, "headless", False) and sys.stdin.isatty() and sys.stdout.isatty():
+        # a person at a terminal gets the cockpit; the engine runs detached beside it, so `q`
+        # (or a dropped ssh connection) leaves the run going
+        rc = _start(folder, True, headless=True)
+        if rc:
+            return rc
+        from cockpit.cli_tui import cmd_attach
+
+        return cmd_attach(argparse.Namespace(session=str(folder), sessions_dir=None))
     if not args.detach:
         print(f"session {folder.name} ({folder})")
     return _start(folder, args.detach, headless=True)
@@ -183,6 +197,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     args.mode = "quick" if _device(args.device) == "cpu" else "iterate"
     args.detach = False
     args.session = None
+    args.headless = getattr(args, "headless", False)
     return cmd_run(args)
 
 
@@ -368,6 +383,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         s.add_argument("--budget", type=int, default=40, help="evaluations in total (default 40)")
         s.add_argument("--beam", type=int, default=4, help="live branches (default 4)")
         s.add_argument("--agent", default="tuner", help="agent profile under agents/ (default: tuner)")
+        s.add_argument("--model", help="LLM model for every branch, e.g. anthropic/claude-sonnet-4-6 (llm profiles)")
+        s.add_argument("--api-base", help="OpenAI-compatible base URL (ollama, vLLM, a proxy)")
         s.add_argument("--mode", choices=["quick", "iterate", "final"], default="iterate")
         s.add_argument("--plateau", type=int, default=6, help="evaluations without improvement before escalating")
         s.add_argument("--seed", type=int, default=0)
@@ -377,12 +394,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("task")
     run_opts(s)
     s.add_argument("--session", help="session name (default: TASK-DATE-TIME)")
-    s.add_argument("--headless", action="store_true", help="progress bar and one line per evaluation (default for now)")
+    s.add_argument("--headless", action="store_true", help="progress bar and one line per evaluation, no cockpit")
     s.add_argument("--detach", action="store_true", help="run in the background; survives the terminal closing")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("demo", help="the tuner on softmax with a small budget, on whatever device exists")
     s.add_argument("--device")
+    s.add_argument("--headless", action="store_true", help="no cockpit even at a terminal")
     s.add_argument("--budget", type=int, default=10)
     _sessions_arg(s)
     s.set_defaults(func=cmd_demo)

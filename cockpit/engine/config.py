@@ -18,6 +18,7 @@ class EngineConfig:
     plateau_window: int = 6  # evaluations of a branch without a significant improvement
     family_quota: int = 2  # at most this many live branches per algorithm family
     seed: int = 0
+    outage_cooldown_s: float = 300.0  # a branch paused by a provider outage retries after this
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

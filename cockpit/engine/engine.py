@@ -54,6 +54,9 @@ class BranchState:
     queued: list[str] = field(default_factory=list)
     history: list[Attempt] = field(default_factory=list)
     pending_seed: bool = False  # head not evaluated yet (a fresh branch or a family switch)
+    escalation: str | None = None  # for the next proposal only: "model" | "family" | "prompt"
+    escalations_done: set[str] = field(default_factory=set)
+    retry_at: float | None = None  # paused by a provider outage: resume automatically at this time
 
 
 def read_family(source: str, default: str) -> str:
@@ -113,7 +116,7 @@ class Engine:
         return eid
 
     def start(self) -> None:
-        meta = self.record.meta()
+        meta = self.record.meta()  # read before session_started records the state as running
         resumed = bool(self.record.branches())
         self._emit(events.SESSION_STARTED, {"pid": os.getpid(), "host": socket.gethostname(), "resumed": resumed,
                                             "argv": sys.argv[1:], "config": self.cfg.to_dict()})
@@ -121,6 +124,9 @@ class Engine:
             self.budget = int(meta["budget"])
         if resumed:
             self._restore()
+            if meta.get("state") == "paused":  # the engine died while paused: stay paused
+                self.paused = True
+                self._emit(events.SESSION_STATE, {"state": "paused", "reason": "paused when the engine stopped"})
         else:
             self._emit(events.BUDGET_CHANGED, {"budget": self.budget, "previous": None})
             self._create_initial_beam()
@@ -166,42 +172,63 @@ class Engine:
                 self.seen_hashes.setdefault(c.summary["source_hash"], c.id)
             if c.status not in (None, "proposed", "evaluating", "duplicate"):
                 self.evaluations += 1
-            # a candidate with a verdict but no commit: the engine died between the two writes
+            # a candidate with a verdict but no commit: the engine died between the two writes, or
+            # after moving the branch ref and before recording the sha (then the tip is its commit;
+            # commit_candidate does not recognise that for a candidate without a parent)
             if c.status not in (None, "proposed", "evaluating") and not c.commit_sha:
-                self._commit(c.id, c.branch, self._source_of(c.id) or "", self._result_of(c.id), c.parent, c.family, c.model)
-            if c.status in ("proposed", "evaluating"):
+                tip = self.repo.log(c.branch, max_count=1) if c.branch else []
+                if tip and tip[0].candidate == c.id:
+                    self.record.append(events.CANDIDATE_COMMITTED, {"commit_sha": tip[0].sha}, branch=c.branch, candidate=c.id)
+                else:
+                    self._commit(c.id, c.branch, self._source_of(c.id) or "", self._result_of(c.id), c.parent, c.family, c.model)
+            # reported once, not again on every later resume
+            if c.status in ("proposed", "evaluating") and not self.record.events(kinds=[events.ERROR], candidate=c.id):
                 self._emit(events.ERROR, {"message": f"{c.id}: evaluation lost when the engine stopped; not retried",
                                           "where": "resume"}, branch=c.branch, candidate=c.id)
         by_branch: dict[str, list] = {}
         for c in cands:
             by_branch.setdefault(c.branch, []).append(c)
+        forks = {e.branch: e.payload for e in self.record.events(kinds=[events.BRANCH_FORKED])}
         for b in self.record.branches():
             st = BranchState(b.id, b.family or "", state=b.state or "running", model=b.model)
-            st.families_tried = {b.family or ""}
             own = sorted(by_branch.get(b.id, []), key=lambda c: c.created_t or 0)
-            if b.best_candidate:
+            st.families_tried = {b.family or ""} | {c.family for c in own if c.family}
+            mine = [c for c in own if c.family == b.family]  # since the branch's last family switch
+            if b.best_candidate and any(c.id == b.best_candidate for c in mine):
                 st.best_id = b.best_candidate
                 st.best_result = self._result_of(b.best_candidate)
                 st.head_id = b.best_candidate
                 st.head_source = self._source_of(b.best_candidate) or ""
-                best_t = next((c.evaluated_t for c in own if c.id == b.best_candidate), 0) or 0
-                st.since_best = sum(1 for c in own if (c.evaluated_t or 0) > best_t and c.family == b.family)
-            elif own:
-                st.head_id = own[-1].id
-                st.head_source = self._source_of(own[-1].id) or ""
-                st.since_best = len(own)
-            else:
+                best_t = next((c.evaluated_t for c in mine if c.id == b.best_candidate), 0) or 0
+                st.since_best = sum(1 for c in mine if (c.evaluated_t or 0) > best_t)
+            elif mine:
+                st.head_id = mine[-1].id
+                st.head_source = self._source_of(mine[-1].id) or ""
+                st.since_best = len(mine)
+            elif b.id in forks and forks[b.id].get("from_candidate"):
+                # forked, not evaluated yet: start from the forked candidate, as the fork did
+                fork = forks[b.id]
+                st.head_id = fork["from_candidate"]
+                st.head_source = self._source_of(st.head_id) or ""
+                origin = self.record.candidate(st.head_id)
+                if origin is not None and origin.status == "ok":
+                    st.best_id, st.best_result = st.head_id, self._result_of(st.head_id)
+            else:  # a fresh branch, or one that switched family and died before the new seed ran
                 seed = next((s for s in self.seeds if s.family == b.family), None)
                 st.head_source = seed.source if seed else ""
                 st.pending_seed = True
+            # the engine may have died between the best's commit and moving its tag
+            best = self.record.candidate(b.best_candidate) if b.best_candidate else None
+            if best is not None and best.commit_sha and self.repo.best(b.id) != best.commit_sha:
+                self.repo.tag_best(b.id, best.commit_sha)
+            if b.id in forks and forks[b.id].get("instruction"):
+                st.steer.append(forks[b.id]["instruction"])
             if st.state == "plateau":
                 st.state = "running"
             self.branches[b.id] = st
         for cmd in self.record.commands(state="acked"):
             if cmd.kind == "redirect" and cmd.args.get("mode", "steer") == "steer" and cmd.args.get("branch") in self.branches:
                 self.branches[cmd.args["branch"]].steer.append(cmd.args.get("instruction", ""))
-        if self.record.meta().get("state") == "paused":
-            self.paused = True
 
     def _result_of(self, cid: str) -> dict[str, Any] | None:
         evs = self.record.events(kinds=[events.EVALUATION_FINISHED], candidate=cid)
@@ -239,7 +266,7 @@ class Engine:
                 b = self._branch(a)
                 if b.state == "retired":
                     return False, f"{b.id} is retired"
-                b.state = target
+                b.state, b.retry_at = target, None
                 self._emit(events.BRANCH_STATE, {"state": target, "reason": "by command"}, branch=b.id)
                 return True, f"{b.id} {target}"
             self.paused = kind == "pause"
@@ -305,6 +332,14 @@ class Engine:
         return False, f"unknown command {kind!r}"
 
     # --- one step -------------------------------------------------------------------------------
+    def _retry_outages(self) -> None:
+        now = time.monotonic()
+        for b in self.branches.values():
+            if b.state == "paused" and b.retry_at is not None and now >= b.retry_at:
+                b.state, b.retry_at = "running", None
+                self._emit(events.BRANCH_STATE, {"state": "running", "reason": "retrying after the provider outage"},
+                           branch=b.id)
+
     def _runnable(self) -> list[BranchState]:
         busy = {v[1] for v in self.inflight.values()}
         return [b for b in self.branches.values() if b.state == "running" and b.id not in busy]
@@ -330,12 +365,26 @@ class Engine:
                 parent_id=parent_id, parent_source=b.head_source, parent_result=b.best_result,
                 history=b.history[-8:], tried_hashes=set(self.seen_hashes), steer=list(b.steer),
                 queued=list(b.queued), model=b.model, seed=self.cfg.seed * 1000 + self.evaluations,
+                escalation=b.escalation,
             )
             b.queued.clear()
+            b.escalation = None
             try:
                 proposal = self.proposer.propose(req)
             except ProposalError as exc:
-                self._emit(events.PROPOSAL_FAILED, {"reason": exc.reason, "model": b.model}, branch=b.id)
+                self._emit(events.PROPOSAL_FAILED, {"reason": exc.reason, "model": b.model,
+                                                    "usage": getattr(exc, "usage", {})}, branch=b.id)
+                # an LLM outage pauses the branch, a spent budget the session, with the reason
+                pause = getattr(exc, "pause", None)
+                if pause == "branch":
+                    b.state = "paused"
+                    b.retry_at = time.monotonic() + self.cfg.outage_cooldown_s
+                    self._emit(events.BRANCH_STATE, {"state": "paused", "reason": f"{exc.reason} (retrying in "
+                                                     f"{self.cfg.outage_cooldown_s:.0f} s, or resume it now)"},
+                               branch=b.id)
+                elif pause == "session":
+                    self.paused = True
+                    self._emit(events.SESSION_STATE, {"state": "paused", "reason": exc.reason})
                 if exc.exhausted:
                     self._plateau(b, exc.reason)
                 return False
@@ -401,6 +450,16 @@ class Engine:
         self._emit(events.PLATEAU_DETECTED, {"evaluations_since_best": b.since_best,
                                              "best_us": (b.best_result or {}).get("score_us"),
                                              "window": self.cfg.plateau_window, "reason": reason}, branch=b.id)
+        advisor = getattr(self.proposer, "advisor", None)
+        if advisor is not None and "model" not in b.escalations_done:
+            # an LLM branch first gets the stronger model (the profile's advisor), then a family switch
+            b.escalations_done.add("model")
+            b.escalation = "model"
+            b.since_best = 0
+            self._emit(events.ESCALATED, {"mode": "model", "model": advisor.settings().model, "family": None,
+                                          "instruction": "advisor model for the next proposal", "reason": reason},
+                       branch=b.id)
+            return
         in_beam: dict[str, int] = {}
         for x in self.branches.values():
             if x.state != "retired" and x.id != b.id:
@@ -433,6 +492,7 @@ class Engine:
             sampler.start()
             while True:
                 self.apply_commands()
+                self._retry_outages()
                 if self.stopping:
                     if not self.inflight:
                         final = "stopped"

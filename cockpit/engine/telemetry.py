@@ -28,7 +28,8 @@ class TelemetrySampler:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():  # never started when the engine failed before its loop
+            self._thread.join(timeout=5)
 
     def _init_nvml(self) -> str:
         try:

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 
-def _init_worker(visible: str | None) -> None:
+def _init_worker(visible: str | None, engine_pid: int | None = None) -> None:
     if visible is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible
     import ctypes
@@ -23,6 +23,10 @@ def _init_worker(visible: str | None) -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    # An engine killed while this worker was still starting never sends the death signal, and
+    # the worker would wait on its queue forever (it holds the queue's writer itself).
+    if engine_pid is not None and os.getppid() != engine_pid:
+        os._exit(1)
 
 
 def _evaluate(task_root: str, name: str, source: str, device: str, mode: str) -> dict[str, Any]:
@@ -57,10 +61,12 @@ class WorkerPool:
         self.device = device
         ctx = mp.get_context("spawn")
         if device == "cpu":
-            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(None,))]
+            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
+                                              initargs=(None, os.getpid()))]
         else:
             n = max(gpu_count(), 1)
-            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(str(i),))
+            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
+                                              initargs=(str(i), os.getpid()))
                           for i in range(n)]
         self.busy: dict[int, Future] = {}
 

@@ -59,7 +59,7 @@ def test_engine_loop_with_the_llm_proposer(provider, keys, write_profile, tmp_pa
                   Reply(status=500), Reply(status=500, echo_auth=True),  # outage: a visible proposal_failed
                   reply_with(CHILDREN[2]))
     cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=1, budget=4, mode="quick", agent="test",
-                       plateau_window=10)
+                       plateau_window=10, outage_cooldown_s=0.2)  # the outage pauses the branch, then it retries
     folder = create_session(task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions", config=cfg.to_dict())
     profile = parse_profile(write_profile(proposer="llm", model="openai/gpt-4o-mini", api_base=provider.openai_base,
                                           retries=1, backoff_s=0.01, stream=True))
@@ -68,6 +68,9 @@ def test_engine_loop_with_the_llm_proposer(provider, keys, write_profile, tmp_pa
     assert Engine(folder, cfg, proposer, pool=pool).run() == "done"
 
     assert pool.sources[1:] == CHILDREN  # the seed, then every child the model wrote
+    with SessionRecord.open_readonly(folder) as rec:
+        states = [e.payload["state"] for e in rec.events(kinds=["branch_state"])]
+    assert states[:2] == ["paused", "running"]  # the outage paused the branch visibly, then it retried
     with SessionRecord.open_readonly(folder) as rec:
         failed = rec.events(kinds=["proposal_failed"])
         proposed = [e.payload for e in rec.events(kinds=["candidate_proposed"])]

@@ -1,0 +1,245 @@
+"""Resume rebuilds the beam from the record and the repository, whatever instant the previous
+engine died at. The engine runs in-process here, with an evaluation pool that answers at once
+(canned results), so each dangerous instant is hit exactly: the death is an exception raised
+from the step that would have come next."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_helpers import TOYTASK, git
+
+from cockpit.agents.tuner import Tuner
+from cockpit.engine.config import EngineConfig
+from cockpit.engine.engine import Engine
+from cockpit.store import SessionRecord, create_session
+from cockpit.store import events as ev
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after the raising point runs (but `finally` blocks)."""
+
+
+def canned(source: str) -> dict[str, Any]:
+    """A passing result whose score follows the code: CHUNK=c takes 1000/c us, the others less."""
+    m = re.search(r"^CHUNK = (\d+)$", source, re.MULTILINE)
+    score = 1000.0 / int(m.group(1)) if m else (50.0 if "torch.add(x * 2, 1)" in source else 20.0)
+    shape = {"weight": 1.0, "timing": {"median_us": score, "sem_pct": 0.5}}
+    return {"status": "ok", "score_us": score, "geomean_us": score, "reasons": [], "shapes": [shape, shape]}
+
+
+class InstantPool:
+    """One slot; every evaluation is finished by the time `submit` returns (or never, `hang`)."""
+
+    size = 1
+
+    def __init__(self, hang: bool = False) -> None:
+        self.hang = hang
+
+    def free_slot(self) -> int:
+        return 0
+
+    def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
+        fut: Future = Future()
+        if not self.hang:
+            fut.set_result(canned(source))
+        return fut
+
+    def shutdown(self) -> None:
+        pass
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Callable[..., Path]:
+    def make(budget: int = 8, beam: int = 3, plateau: int = 6) -> Path:
+        cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=beam, budget=budget, mode="quick",
+                           plateau_window=plateau)
+        return create_session("s", task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions",
+                              config=cfg.to_dict())
+
+    return make
+
+
+def engine(folder: Path, pool: Any = None) -> Engine:
+    with SessionRecord.open_readonly(folder) as rec:
+        cfg = EngineConfig.from_dict(rec.meta()["config"])
+    return Engine(folder, cfg, Tuner(), pool=pool or InstantPool())
+
+
+def die_on(obj: Any, name: str, when: Callable[..., bool]) -> None:
+    """Make `obj.name` raise Killed on the call for which `when(call_number, args, kwargs)` holds."""
+    real = getattr(obj, name)
+    calls = [0]
+
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        if when(calls[0], args, kw):
+            raise Killed(name)
+        return real(*args, **kw)
+
+    setattr(obj, name, wrapper)
+
+
+@pytest.fixture
+def resumed() -> Iterator[Callable[[Path], Engine]]:
+    """Start a fresh engine on the folder (what `cockpit resume` does before its first step)."""
+    opened: list[Engine] = []
+
+    def start(folder: Path, pool: Any = None) -> Engine:
+        e = engine(folder, pool)
+        opened.append(e)
+        e.start()
+        return e
+
+    yield start
+    for e in opened:
+        if e.lock.held:
+            e.close()
+
+
+def best_tags_match(folder: Path) -> None:
+    with SessionRecord.open_readonly(folder) as rec:
+        shas = {c.id: c.commit_sha for c in rec.candidates()}
+        for b in rec.branches():
+            if b.best_candidate:
+                tag = git(folder / "repo", "rev-parse", f"refs/tags/best/{b.id}").stdout.strip()
+                assert tag == shas[b.best_candidate], b.id
+
+
+def test_a_run_on_the_instant_pool_reaches_its_budget(session) -> None:
+    folder = session(budget=8)
+    assert engine(folder).run() == "done"
+    with SessionRecord.open_readonly(folder) as rec:
+        counted = [c for c in rec.candidates() if c.status not in ("duplicate", "proposed", "evaluating")]
+        assert len(counted) == 8
+        assert all(c.commit_sha for c in rec.candidates())
+    best_tags_match(folder)
+
+
+def test_resume_commits_a_verdict_whose_commit_was_killed(session, resumed) -> None:
+    folder = session(budget=6)
+    e = engine(folder)
+    die_on(e.repo, "commit_candidate", lambda n, args, kw: n == 3)
+    with pytest.raises(Killed):
+        e.run()
+    with SessionRecord.open_readonly(folder) as rec:
+        orphan = [c for c in rec.candidates() if c.status == "ok" and not c.commit_sha]
+    assert len(orphan) == 1
+    resumed(folder).close()
+    with SessionRecord.open_readonly(folder) as rec:
+        c = rec.candidate(orphan[0].id)
+    assert c.commit_sha
+    assert git(folder / "repo", "log", "-1", "--format=%s", c.commit_sha).stdout.startswith(f"{c.id} ok")
+
+
+def test_resume_records_a_commit_made_just_before_the_kill_without_committing_twice(session, resumed) -> None:
+    """Killed after the branch ref moved, before the sha was recorded, for a candidate without
+    a parent (a seed after a family switch) on a branch that already has commits."""
+    folder = session(budget=8)
+    e = engine(folder)
+
+    def when(n: int, args: tuple, kw: dict) -> bool:
+        if args[0] != ev.CANDIDATE_COMMITTED:
+            return False
+        c = e.record.candidate(kw["candidate"])
+        return c.parent is None and len(e.repo.log(kw["branch"])) > 1
+
+    die_on(e.record, "append", when)
+    with pytest.raises(Killed):
+        e.run()
+    resumed(folder).close()
+    log = git(folder / "repo", "log", "--all", "--format=%H %s").stdout.splitlines()
+    by_id = {}
+    for line in log:
+        sha, cid = line.split()[:2]
+        assert cid not in by_id, f"{cid} committed twice"
+        by_id[cid] = sha
+    with SessionRecord.open_readonly(folder) as rec:
+        for c in rec.candidates():
+            if c.status not in ("proposed", "evaluating"):
+                assert c.commit_sha == by_id[c.id], c.id
+
+
+def test_resume_moves_a_best_tag_whose_move_was_killed(session, resumed) -> None:
+    folder = session(budget=8)
+    e = engine(folder)
+    die_on(e.repo, "tag_best", lambda n, args, kw: n == 4)
+    with pytest.raises(Killed):
+        e.run()
+    resumed(folder).close()
+    best_tags_match(folder)
+
+
+def test_resume_after_a_kill_right_after_an_escalation_starts_from_the_new_familys_seed(session, resumed) -> None:
+    folder = session(budget=20, beam=3)
+    e = engine(folder)
+    die_on(e.record, "append", lambda n, args, kw: bool(args) and args[0] == ev.CANDIDATE_PROPOSED
+           and any(x.kind == ev.ESCALATED for x in e.record.events(kinds=[ev.ESCALATED])))
+    with pytest.raises(Killed):
+        e.run()
+    with SessionRecord.open_readonly(folder) as rec:
+        escalated = rec.events(kinds=[ev.ESCALATED])[0]
+    bid, family = escalated.branch, escalated.payload["family"]
+    e2 = resumed(folder)
+    b = e2.branches[bid]
+    seed = next(s for s in e2.seeds if s.family == family)
+    assert b.family == family
+    assert b.pending_seed and b.head_source == seed.source
+    assert b.families_tried >= {family, escalated.payload["instruction"].split()[2]}
+
+
+def test_resume_keeps_the_head_of_a_forked_branch_not_yet_evaluated(session, resumed) -> None:
+    folder = session(budget=6)
+    engine(folder).run()
+    e2 = resumed(folder)
+    e2.record.post_command("fork", {"candidate": "c0003", "family": "chunked"}, source="test")
+    e2.apply_commands()
+    forked = next(b for b in e2.branches.values() if b.head_id == "c0003" and b.id not in ("b1", "b2", "b3"))
+    e2.close()  # dies before the forked branch is evaluated
+    e3 = resumed(folder)
+    b = e3.branches[forked.id]
+    assert (b.head_id, b.pending_seed) == ("c0003", False)
+    assert b.head_source == forked.head_source
+
+
+def test_resume_of_an_engine_killed_while_paused_stays_paused(session, resumed) -> None:
+    folder = session(budget=6)
+    e = resumed(folder)
+    e.record.post_command("pause", {}, source="test")
+    e.apply_commands()
+    assert e.paused
+    e.close()  # killed while paused
+    e2 = resumed(folder)
+    assert e2.paused
+    with SessionRecord.open_readonly(folder) as rec:
+        assert rec.meta()["state"] == "paused"
+
+
+def test_a_lost_evaluation_is_reported_once_however_often_the_session_is_resumed(session, resumed) -> None:
+    folder = session(budget=6)
+    e = resumed(folder, InstantPool(hang=True))
+    b = e._pick()
+    assert e._launch(b)  # submitted, never finishes
+    lost = next(iter(e.inflight.values()))[0]
+    e.close()
+    for _ in range(3):
+        resumed(folder).close()
+    with SessionRecord.open_readonly(folder) as rec:
+        errors = [x for x in rec.events(kinds=[ev.ERROR]) if x.candidate == lost]
+        assert len(errors) == 1
+        assert "evaluation lost" in errors[0].payload["message"]
+
+
+def test_an_engine_failing_before_its_loop_raises_its_own_error_and_releases_the_lock(session) -> None:
+    folder = session()
+    e = engine(folder)
+    die_on(e.record, "append", lambda n, args, kw: args[0] == ev.SESSION_STARTED)
+    with pytest.raises(Killed):
+        e.run()
+    assert not e.lock.held
+    engine(folder).close()  # a new engine may take the session
