@@ -463,18 +463,7 @@ class _Evaluation:
                     shape=label,
                 )
                 return None
-            if m["dtype"] not in (
-                "float64",
-                "float32",
-                "float16",
-                "bfloat16",
-                "int64",
-                "int32",
-                "int16",
-                "int8",
-                "uint8",
-                "bool",
-            ):
+            if m["dtype"] not in wire.DTYPES:
                 res.fail(
                     "bad_dtype",
                     f"output {name!r} has dtype {m['dtype']}",

@@ -52,7 +52,7 @@ class WireError(ValueError):
 
 
 _FILE = re.compile(r"[A-Za-z]{1,3}\d{1,10}_\d{1,12}\.bin")
-_DTYPES = {
+DTYPES = {  # what may cross the channel
     "float64",
     "float32",
     "float16",
@@ -75,7 +75,7 @@ def unpack(
     name = meta.get("file") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not _FILE.fullmatch(name):
         raise WireError(f"malformed tensor file name {str(name)[:60]!r}")
-    if meta.get("dtype") not in _DTYPES:
+    if meta.get("dtype") not in DTYPES:
         raise WireError(f"unknown dtype {str(meta.get('dtype'))[:30]!r}")
     shape = meta.get("shape")
     if (
