@@ -271,6 +271,19 @@ class _Evaluation:
             self.policy = PRESETS["quick"]
         self._integrity(loaded.get("integrity", []), "load")
 
+    def _watched(self, reply: dict[str, Any], stage: str, shape: str) -> None:
+        """What the arena's watches saw during a stage: forbidden calls first, then integrity."""
+        if reply.get("ops") and not self.exempt:
+            when = " (while timed)" if stage == "time" else ""
+            self.res.fail(
+                "forbidden_call",
+                f"called {', '.join(reply['ops'])} at run time{when}",
+                stage=stage,
+                shape=shape,
+            )
+            raise _Stop
+        self._integrity(reply.get("integrity", []), stage, shape)
+
     def _integrity(self, diffs: list, stage: str, shape: str = "") -> None:
         seen = set()
         for kind, message in diffs:
@@ -341,15 +354,7 @@ class _Evaluation:
             if kind in ("integrity", "illegal_address", "crash", "oom"):
                 raise _Stop
             return sr
-        if reply.get("ops") and not self.exempt:
-            res.fail(
-                "forbidden_call",
-                f"called {', '.join(reply['ops'])} at run time",
-                stage="verify",
-                shape=label,
-            )
-            raise _Stop
-        self._integrity(reply.get("integrity", []), "verify", label)
+        self._watched(reply, "verify", label)
         for i in reply.get("mutated", []):
             if not task.allow_inplace:
                 res.fail(
@@ -527,15 +532,7 @@ class _Evaluation:
                 reply.get("kind", "exception"), reply.get("message", ""), stage="time", shape=label
             )
             raise _Stop
-        if reply.get("ops") and not self.exempt:
-            self.res.fail(
-                "forbidden_call",
-                f"called {', '.join(reply['ops'])} at run time (while timed)",
-                stage="time",
-                shape=label,
-            )
-            raise _Stop
-        self._integrity(reply.get("integrity", []), "time", label)
+        self._watched(reply, "time", label)
         for c in reply.get("checked", []):
             inputs = self._rebuild(pool, c.get("recipe"))
             outs = self._receive_outputs(ref, inputs, c["outputs"], label)
