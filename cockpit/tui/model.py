@@ -29,6 +29,8 @@ class SessionModel:
     clock: float | None = None
     first_t: float | None = None
     last_t: float | None = None
+    _index: dict[str, Candidate] = field(default_factory=dict, repr=False)
+    _index_of: tuple[Candidate, ...] | None = field(default=None, repr=False)
 
     def apply(self, snap: Snapshot) -> list[Command]:
         """Take in a snapshot; returns the commands whose acknowledgement just arrived."""
@@ -57,7 +59,10 @@ class SessionModel:
         return next((b for b in self.branches if b.id == branch_id), None)
 
     def candidate(self, candidate_id: str | None) -> Candidate | None:
-        return next((c for c in self.candidates if c.id == candidate_id), None)
+        if self._index_of is not self.candidates:  # rebuilt once per new candidate list
+            self._index = {c.id: c for c in self.candidates}
+            self._index_of = self.candidates
+        return self._index.get(candidate_id or "")
 
     @property
     def pending(self) -> list[Command]:

@@ -13,11 +13,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from cockpit.tui.commands import PaletteEntry
 from cockpit.tui.describe import command_target
+from cockpit.tui.filter import NO_FILTER, Filter
 from cockpit.tui.messages import CommandPosted, DetailLoaded, SnapshotLoaded, SummaryReady
 from cockpit.tui.model import SessionModel, notable
 from cockpit.tui.screens.confirm import ConfirmDialog
@@ -62,6 +63,8 @@ class MainScreen(Screen[None]):
         Binding("m", "set_model", "Model", id="cockpit.set_model"),
         Binding("enter", "details", "Details", id="cockpit.details", priority=True),
         Binding("d", "diff", "Diff", id="cockpit.diff"),
+        Binding("slash", "filter", "Filter", id="cockpit.filter", key_display="/"),
+        Binding("escape", "clear_filter", "Clear filter", id="cockpit.clear_filter"),
         Binding("tab", "app.focus_next", "Next panel", id="cockpit.next_panel", show=False),
         Binding("question_mark", "help", "Help", id="cockpit.help", key_display="?"),
         Binding("q", "detach", "Detach", id="cockpit.detach"),
@@ -108,6 +111,7 @@ class MainScreen(Screen[None]):
         self._mine: set[int] = set()
         self._detail_open: str | None = None
         self._tick_t = time.monotonic()
+        self.filter = NO_FILTER
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -120,6 +124,11 @@ class MainScreen(Screen[None]):
         with Horizontal(id="bottom"):
             yield CandidateDetail(id="detail")
             yield EventLog(id="log")
+        yield Input(
+            placeholder="filter: family:X state:paused verdict:wrong branch:b2 model:X or any text"
+            " · enter keep · escape clear",
+            id="filter",
+        )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -268,9 +277,58 @@ class MainScreen(Screen[None]):
                 return None
         if action in REPLAY:
             return self.source.player is not None
-        if action in ("details", "diff") and not self.selection[1]:
-            return None
+        if action in ("details", "diff"):
+            if self._editing_filter():  # enter in the filter box keeps the filter
+                return False
+            if not self.selection[1]:
+                return None
+        if action == "clear_filter":
+            return self.filter.active or self._editing_filter()
         return True
+
+    # --- the / filter ---------------------------------------------------------------------
+
+    def _filter_box(self) -> Input:
+        return self.query_one("#filter", Input)
+
+    def _editing_filter(self) -> bool:
+        return self.is_mounted and self._filter_box().has_class("-editing")
+
+    def action_filter(self) -> None:
+        box = self._filter_box()
+        box.add_class("-editing")
+        box.focus()
+        self.refresh_bindings()
+
+    def set_filter(self, text: str) -> None:
+        """Filter the beam and the event log (an empty text shows everything)."""
+        flt = Filter.parse(text)
+        if flt == self.filter:
+            return
+        self.filter = flt
+        self.query_one(BeamPanel).set_filter(flt)
+        m = self.model
+        self.query_one(EventLog).set_filter(
+            (lambda e, line: flt.event(e, line, m.branch, m.candidate)) if flt.active else None,
+            flt.text,
+        )
+        self.refresh_bindings()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.set_filter(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self._filter_box().remove_class("-editing")
+        self.query_one(BeamPanel).option_list.focus()
+        self.refresh_bindings()
+
+    def action_clear_filter(self) -> None:
+        box = self._filter_box()
+        box.value = ""
+        self.set_filter("")
+        self._filter_submitted()
 
     # --- steering --------------------------------------------------------------------------
 

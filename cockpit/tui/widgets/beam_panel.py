@@ -15,13 +15,15 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from cockpit.store.models import Branch, Candidate
 from cockpit.tui.describe import STATE_GLYPH, STATE_STYLE, branch_style, verdict_style
+from cockpit.tui.filter import NO_FILTER, Filter
 from cockpit.tui.format import clip, fmt_speedup, fmt_us
 
 CANDIDATES_PER_BRANCH = 4
+MATCHES_PER_BRANCH = 50  # while filtering: the newest matching candidates of each branch
 WIDE = 58  # inner width from which the state is spelled out and the model gets a column
 
 
@@ -120,9 +122,15 @@ def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
 
 
 def beam_options(
-    branches: tuple[Branch, ...], candidates: tuple[Candidate, ...], cols: Columns
+    branches: tuple[Branch, ...],
+    candidates: tuple[Candidate, ...],
+    cols: Columns,
+    flt: Filter = NO_FILTER,
 ) -> list[Option]:
-    """Branches in beam order, each followed by its newest candidates (and its best, always)."""
+    """Branches in beam order, each followed by its newest candidates (and its best, always).
+
+    With a filter: only branches that match or have a matching candidate, each followed by its
+    newest matching candidates."""
     by_branch: dict[str | None, list[Candidate]] = {}
     index = {c.id: c for c in candidates}
     for c in candidates:
@@ -130,18 +138,33 @@ def beam_options(
     options = []
     for colour, b in enumerate(branches):
         best = index.get(b.best_candidate or "")
-        options.append(Option(branch_row(b, colour, best, cols), id=f"b:{b.id}"))
         own = by_branch.get(b.id, [])
-        shown = list(reversed(own[-CANDIDATES_PER_BRANCH:]))
-        if best is not None and best.branch == b.id and best not in shown:
-            shown.append(best)
+        if flt.active:
+            own = [c for c in own if flt.candidate(c, b)]
+            if not own and not flt.branch(b):
+                continue
+            shown = list(reversed(own[-MATCHES_PER_BRANCH:]))
+        else:
+            shown = list(reversed(own[-CANDIDATES_PER_BRANCH:]))
+            if best is not None and best.branch == b.id and best not in shown:
+                shown.append(best)
+        options.append(Option(branch_row(b, colour, best, cols), id=f"b:{b.id}"))
         for c in shown:
             options.append(Option(candidate_row(c, c.id == b.best_candidate, cols), id=f"c:{c.id}"))
         hidden = len(own) - len([c for c in shown if c.branch == b.id])
         if hidden > 0:
-            more = Content.styled(f"  … {hidden} more", "$text-muted")
+            more = Content.styled(
+                f"  … {hidden} more{' match' if flt.active else ''}", "$text-muted"
+            )
             options.append(Option(more, id=f"m:{b.id}", disabled=True))
     return options
+
+
+def count_matches(
+    branches: tuple[Branch, ...], candidates: tuple[Candidate, ...], flt: Filter
+) -> int:
+    by_id = {b.id: b for b in branches}
+    return sum(1 for c in candidates if flt.candidate(c, by_id.get(c.branch or "")))
 
 
 class BeamPanel(Vertical):
@@ -164,6 +187,7 @@ class BeamPanel(Vertical):
         self._branches: tuple[Branch, ...] = ()
         self._candidates: tuple[Candidate, ...] = ()
         self._cols: Columns | None = None
+        self.filter = NO_FILTER
 
     def compose(self) -> ComposeResult:
         yield Static(id="beam-header")
@@ -177,6 +201,13 @@ class BeamPanel(Vertical):
         if branches is self._branches and candidates is self._candidates:
             return
         self._branches, self._candidates = branches, candidates
+        self._rebuild()
+
+    def set_filter(self, flt: Filter) -> None:
+        """Show only what matches (NO_FILTER: everything); the title says what is hidden."""
+        if flt == self.filter:
+            return
+        self.filter = flt
         self._rebuild()
 
     def on_resize(self) -> None:
@@ -193,11 +224,17 @@ class BeamPanel(Vertical):
         ol = self.option_list
         highlighted = ol.highlighted_option.id if ol.highlighted_option else None
         ol.clear_options()
-        ol.add_options(beam_options(self._branches, self._candidates, cols))
+        ol.add_options(beam_options(self._branches, self._candidates, cols, self.filter))
+        if self.filter.active:
+            n = count_matches(self._branches, self._candidates, self.filter)
+            self.border_title = f"beam ⧩ {self.filter.text} ({n}/{len(self._candidates)})"
+        else:
+            self.border_title = "beam"
         if ol.option_count:
             try:
                 ol.highlighted = ol.get_option_index(highlighted) if highlighted else 0
-            except LookupError:  # the row is gone (a replay stepped back): start over
+            except (LookupError, OptionDoesNotExist):  # the row is gone (filtered, a replay
+                # stepped back): start over
                 ol.highlighted = 0
 
     def select(self, option_id: str) -> None:
