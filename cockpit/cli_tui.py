@@ -29,13 +29,13 @@ def _find(session: str | None, sessions_dir: str | None) -> Path:
         raise UsageError(str(exc).strip('"')) from None
 
 
-def _keymap() -> dict[str, str]:
-    from cockpit.tui.keymap import load_keymap
+def _config():
+    from cockpit.tui.keymap import load_config
 
     try:
-        return load_keymap()
+        return load_config()
     except ValueError as exc:
-        raise UsageError(f"keymap: {exc}") from None
+        raise UsageError(f"config: {exc}") from None
 
 
 def _profile_models() -> list[str]:
@@ -60,7 +60,10 @@ def cmd_attach(args: argparse.Namespace) -> int:
     from cockpit.tui import CockpitApp, LiveSource
 
     folder = _find(getattr(args, "session", None), getattr(args, "sessions_dir", None))
-    app = CockpitApp(LiveSource(folder), keymap=_keymap(), models=_profile_models())
+    config = _config()
+    app = CockpitApp(
+        LiveSource(folder), keymap=config.keys, models=_profile_models(), notify=config.notify
+    )
     app.run()
     print(f"detached from {folder.name}; the engine (if any) keeps running")
     return 0
@@ -74,7 +77,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     folder = _find(args.session, getattr(args, "sessions_dir", None))
     source = ReplaySource(folder, speed=args.speed)
     source.playing = True
-    CockpitApp(source, keymap=_keymap()).run()
+    CockpitApp(source, keymap=_config().keys).run()
     return 0
 
 

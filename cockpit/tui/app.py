@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from textual.app import App
 
 from cockpit.tui.commands import CockpitCommands
+from cockpit.tui.keymap import NotifySettings
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.sources import SessionSource
 from cockpit.tui.summary import current_user
@@ -30,6 +31,7 @@ class CockpitApp(App[None]):
         keymap: dict[str, str] | None = None,
         models: Iterable[str] = (),
         user: str | None = None,
+        notify: NotifySettings | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -39,6 +41,7 @@ class CockpitApp(App[None]):
         self.keymap = keymap or {}
         self.models = tuple(models)
         self.user = user or current_user()
+        self.notify_settings = notify or NotifySettings()
         self.sub_title = source.name
 
     def on_mount(self) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 from cockpit.store import events as ev
 from cockpit.store.models import Branch, Candidate, Command, Event
-from cockpit.tui.format import fmt_us
 from cockpit.tui.plot import StepSeries
 from cockpit.tui.sources import Snapshot
 
@@ -109,22 +108,3 @@ class SessionModel:
             elif e.kind == ev.ESCALATED or e.kind == ev.BRANCH_FORKED:
                 out.append((e.t, "◆"))
         return out
-
-
-def notable(events: tuple[Event, ...]) -> list[tuple[str, str, bool]]:
-    """(message, severity, ring the bell) for events worth a toast: a new best, a plateau, a
-    failing provider or an engine error."""
-    out = []
-    for e in events:
-        if e.kind == ev.BEST_CHANGED:
-            score = fmt_us(e.payload.get("score_us"))
-            out.append((f"★ new best on {e.branch}: {e.candidate} {score}", "information", True))
-        elif e.kind == ev.PLATEAU_DETECTED:
-            out.append((f"≈ {e.branch} reached a plateau", "warning", True))
-        elif e.kind == ev.PROPOSAL_FAILED:
-            out.append(
-                (f"✗ {e.branch}: no proposal ({e.payload.get('reason', '')})", "error", True)
-            )
-        elif e.kind == ev.ERROR:
-            out.append((f"engine error: {e.payload.get('message', '')}", "error", True))
-    return out

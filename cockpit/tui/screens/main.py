@@ -19,8 +19,10 @@ from textual.worker import Worker, WorkerState
 from cockpit.tui.commands import PaletteEntry
 from cockpit.tui.describe import command_target
 from cockpit.tui.filter import NO_FILTER, Filter
+from cockpit.tui.keymap import NotifySettings
 from cockpit.tui.messages import CommandPosted, DetailLoaded, SnapshotLoaded, SummaryReady
-from cockpit.tui.model import SessionModel, notable
+from cockpit.tui.model import SessionModel
+from cockpit.tui.notify import Notice, notice_env, notices, run_notify_command
 from cockpit.tui.screens.confirm import ConfirmDialog
 from cockpit.tui.screens.detail import DetailScreen
 from cockpit.tui.screens.fork import ForkDialog
@@ -141,7 +143,7 @@ class MainScreen(Screen[None]):
 
     # --- reading ---------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="load")
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self) -> None:
         self.post_message(SnapshotLoaded(self.source.load()))
 
@@ -150,7 +152,7 @@ class MainScreen(Screen[None]):
             self._polling = True
             self._poll()
 
-    @work(thread=True, group="poll")
+    @work(thread=True, group="poll", exit_on_error=False)
     def _poll(self) -> None:
         try:
             snap = self.source.poll()
@@ -183,13 +185,31 @@ class MainScreen(Screen[None]):
                 severity="information" if ok else "error",
             )
         if self.source.can_command and not snap.reset:
-            for text, severity, bell in notable(snap.events):
-                self.notify(text, severity=severity)  # type: ignore[arg-type]
-                if bell:
-                    self.app.bell()
+            self._announce(snap)
         if first and self.show_summary:
             self._summarize()
         self.refresh_bindings()
+
+    # --- notifications ----------------------------------------------------------------------
+
+    def _announce(self, snap) -> None:
+        """Toasts, one bell, and the user's command for what is new (live sessions only).
+        Milestones arrive in full; the other events may be the tail of a long batch."""
+        batch = {e.id: e for e in (*snap.events, *snap.milestones)}
+        found = notices(batch.values())
+        settings: NotifySettings = getattr(self.app, "notify_settings", NotifySettings())
+        for n in found:
+            more = f" (+{n.count - 1} more)" if n.count > 1 else ""
+            self.notify(n.message + more, severity=n.severity)  # type: ignore[arg-type]
+            if settings.command and n.kind in settings.on:
+                self._run_notify(settings.command, n, settings.timeout_s)
+        if any(n.bell for n in found):
+            self.app.bell()
+
+    @work(thread=True, group="notify", exit_on_error=False)
+    def _run_notify(self, command: str, notice: Notice, timeout_s: float) -> None:
+        env = notice_env(notice, self.source.name, self.source.folder)
+        run_notify_command(command, env, timeout_s)
 
     def _display_now(self) -> float:
         return self.model.clock if self.model.clock is not None else self.now()
@@ -233,7 +253,7 @@ class MainScreen(Screen[None]):
         if selection[1]:
             self._load_detail(selection[1], None)
 
-    @work(thread=True, exclusive=True, group="detail")
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def _load_detail(self, candidate_id: str, open_tab: str | None) -> None:
         cand = self.model.candidate(candidate_id)
         detail = self.source.candidate_detail(cand) if cand else None
@@ -332,7 +352,7 @@ class MainScreen(Screen[None]):
 
     # --- steering --------------------------------------------------------------------------
 
-    @work(thread=True, group="commands")
+    @work(thread=True, group="commands", exit_on_error=False)
     def _send(self, kind: str, args: dict[str, Any]) -> None:
         cid = self.source.post_command(kind, args, self.command_source)
         self.post_message(CommandPosted(cid, kind, args))
@@ -421,7 +441,7 @@ class MainScreen(Screen[None]):
             self._polling = True
             self._play("advance", dt)
 
-    @work(thread=True, exclusive=True, group="replay")
+    @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
     def _play(self, method: str, *args: Any) -> None:
         try:
             snap = getattr(self.source.player, method)(*args)
@@ -473,7 +493,7 @@ class MainScreen(Screen[None]):
 
     # --- the rest --------------------------------------------------------------------------
 
-    @work(thread=True, group="summary")
+    @work(thread=True, group="summary", exit_on_error=False)
     def _summarize(self) -> None:
         mark = read_last_looked(self.source.folder, self.user)
         since = mark.event_id if mark else 0
