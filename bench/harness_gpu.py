@@ -71,6 +71,7 @@ def summary(r) -> dict:
         "roofline_pct": d["roofline_pct"],
         "speedups": d["speedups"],
         "wall_s": round(d["wall_s"], 1),
+        "stage_s": d.get("stage_s"),
         "protections": d["protections"],
         "flags": d["flags"],
         "profile": {
@@ -116,7 +117,17 @@ def save() -> None:
         SINK_PATH[0].write_text(json.dumps(SINK, indent=1))
 
 
+_T0 = [time.monotonic(), ""]
+
+
+def progress(stage: str, detail: str, done: int, total: int) -> None:
+    """One line per step with the elapsed time, so a run cut off by the lease shows where it was."""
+    now = time.monotonic()
+    log(f"  [{now - _T0[0]:7.1f}s] {stage:7s} {done}/{total} {detail}")
+
+
 def opts(device: str, mode: str, **kw) -> Options:
+    kw.setdefault("progress", progress)
     return Options(device=device, mode=mode, verify_untimed=not ARGS.skip_untimed, **kw)
 
 

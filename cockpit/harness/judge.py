@@ -116,7 +116,20 @@ class _Evaluation:
         self.ch: Channel | None = None
         self.ex: Path | None = None
         self.in_call = False
+        self._stage, self._stage_t0 = "load", time.monotonic()
         self.stage = "load"
+
+    @property
+    def stage(self) -> str:
+        return self._stage
+
+    @stage.setter
+    def stage(self, name: str) -> None:
+        """Entering a stage closes the previous one: `result.stage_s` says where the time went."""
+        now = time.monotonic()
+        spent = self.res.stage_s
+        spent[self._stage] = round(spent.get(self._stage, 0.0) + now - self._stage_t0, 3)
+        self._stage, self._stage_t0 = name, now
 
     def _progress(self, detail: str, done: int, total: int) -> None:
         if self.opts.progress:
@@ -186,6 +199,8 @@ class _Evaluation:
             shutil.rmtree(self.ex, ignore_errors=True)
         if res.ok:
             self._score()
+        self.stage = "done"
+        res.stage_s.pop("done", None)
         res.wall_s = time.monotonic() - t0
         res.env = {"torch": torch.__version__, "machine": scoring.machine_key(self.device)}
         return res

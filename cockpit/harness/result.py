@@ -122,8 +122,12 @@ class Result:
     mode: str = "iterate"
     baseline_exempt: bool = False
     wall_s: float = 0.0
+    stage_s: dict[str, float] = field(default_factory=dict)  # seconds per judge stage
     log_tail: str = ""
     env: dict[str, Any] = field(default_factory=dict)
+    # the task's `[report]` (unit, per_call), e.g. {"unit": "tok/s", "per_call": 1.0}: views show
+    # per_call * 1e6 / time next to times; empty for tasks without one (and older records)
+    report: dict[str, Any] = field(default_factory=dict)
 
     def fail(self, kind: str, message: str, stage: str = "", shape: str = "") -> None:
         reason = Reason(kind, message, stage, shape)
