@@ -1,0 +1,167 @@
+"""QR seeds against torch.geqrf on a GPU, directly (no arena): the fast development loop.
+
+    python bench/qr_direct.py --out $OUT                       # every seed, the 12 benchmark specs
+    python bench/qr_direct.py --seeds triton_fused --set hidden --out $OUT
+
+Each (seed, spec): one call checked matrix by matrix with the task's own float64 check, then
+CUDA-event timing of calls on two alternating input sets (median). A seed whose call takes longer
+than --max-call-s is skipped for the larger specs of that run. Figures from this script are the
+development loop's; the official figures are `cockpit eval qr SEED --device cuda --final`
+(bench/harness_gpu.py), which adds isolation, hidden shapes and fresh inputs per call.
+Prints a table as it goes and writes qr_direct.json under --out after every spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cockpit.harness.task import load_task  # noqa: E402
+
+
+def load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"seed_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def time_calls(fn, inputs: list, reps: int, budget_s: float) -> list[float]:
+    times = []
+    t_end = time.monotonic() + budget_s
+    for i in range(reps):
+        a = inputs[i % len(inputs)]
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(a)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)  # µs
+        if time.monotonic() > t_end and len(times) >= 3:
+            break
+    return times
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--seeds", nargs="*", help="seed stems (default: every seed of the task)")
+    p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
+    p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--budget-s", type=float, default=4.0, help="timing budget per (seed, spec)")
+    p.add_argument("--max-call-s", type=float, default=3.0)
+    p.add_argument("--no-geqrf", action="store_true")
+    p.add_argument("--max-elems", type=float, default=1.2e9, help="skip specs larger than this")
+    p.add_argument("--out", default="bench/results")
+    args = p.parse_args()
+
+    task = load_task("qr")
+    ref = load_module(task.reference_path)
+    specs = [s for s in task.shape_set("cuda", args.set) if s.timed]
+    seeds = sorted(task.seeds_dir.glob("*.py"))
+    if args.seeds:
+        seeds = [task.seeds_dir / f"{s}.py" for s in args.seeds]
+    fns = {} if args.no_geqrf else {"geqrf": lambda a: torch.geqrf(a)}
+    for path in seeds:
+        if path.stem == "torch_geqrf":
+            continue
+        try:
+            fns[path.stem] = load_module(path).kernel
+        except Exception as exc:  # a broken seed is a row, not the end of the run
+            print(f"{path.stem}: cannot load: {type(exc).__name__}: {exc}", flush=True)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "set": args.set,
+        "rows": [],
+    }
+    slow: set[str] = set()
+    print(f"{'spec':34s} {'seed':22s} {'check':>6s} {'median':>11s} {'vs geqrf':>9s}", flush=True)
+    for spec in specs:
+        params = dict(spec.params)
+        if params["batch"] * params["n"] ** 2 > args.max_elems:
+            continue
+        label = f"{params['family']} ({params['batch']},{params['n']}) c{params.get('cond', 1)}"
+        inputs = [ref.make_inputs(params, s, "cuda")[0] for s in (11, 12)]
+        base = None
+        for name, fn in fns.items():
+            row = {"spec": params, "label": label, "seed": name}
+            if name in slow:
+                row["skipped"] = "slower than --max-call-s on a smaller spec"
+                doc["rows"].append(row)
+                continue
+            try:
+                torch.cuda.synchronize()
+                t0 = time.monotonic()
+                h, tau = fn(inputs[0])
+                torch.cuda.synchronize()
+                first_s = time.monotonic() - t0
+                ok, metrics = ref.check((inputs[0],), (h, tau))
+                row["check"] = "ok" if ok else "FAIL"
+                row["metrics"] = {
+                    k: v for k, v in metrics.items() if isinstance(v, int | float | str)
+                }
+                del h, tau
+                fn(inputs[1])
+                torch.cuda.synchronize()
+                t = time_calls(fn, inputs, args.reps, args.budget_s)
+                row["median_us"] = statistics.median(t)
+                row["min_us"] = min(t)
+                row["n_calls"] = len(t)
+                row["first_call_s"] = first_s
+                if row["median_us"] > args.max_call_s * 1e6:
+                    slow.add(name)
+            except Exception as exc:
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                torch.cuda.synchronize()
+            if name == "geqrf":
+                base = row.get("median_us")
+            if base and row.get("median_us"):
+                row["speedup_vs_geqrf"] = base / row["median_us"]
+            doc["rows"].append(row)
+            med = row.get("median_us")
+            print(
+                f"{label:34s} {name:22s} {row.get('check', '-'):>6s} "
+                f"{(f'{med / 1e3:9.3f}ms' if med else row.get('error', row.get('skipped', ''))[:40]):>11s} "
+                f"{row.get('speedup_vs_geqrf', 0):8.1f}x",
+                flush=True,
+            )
+            (out_dir / "qr_direct.json").write_text(json.dumps(doc, indent=1))
+        del inputs
+        torch.cuda.empty_cache()
+    # geometric means over the specs every seed completed
+    by_seed: dict[str, dict[str, float]] = {}
+    for r in doc["rows"]:
+        if r.get("median_us") and r.get("check") == "ok":
+            by_seed.setdefault(r["seed"], {})[r["label"]] = r["median_us"]
+    summary = {}
+    for name, d in by_seed.items():
+        geo = math.exp(sum(math.log(v) for v in d.values()) / len(d))
+        summary[name] = {"specs": len(d), "geomean_us": geo}
+        if "geqrf" in by_seed and name != "geqrf":
+            common = [k for k in d if k in by_seed["geqrf"]]
+            if common:
+                summary[name]["geomean_speedup_vs_geqrf_common"] = math.exp(
+                    sum(math.log(by_seed["geqrf"][k] / d[k]) for k in common) / len(common)
+                )
+                summary[name]["common_specs"] = len(common)
+    doc["summary"] = summary
+    (out_dir / "qr_direct.json").write_text(json.dumps(doc, indent=1))
+    print(json.dumps(summary, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
