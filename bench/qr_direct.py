@@ -37,17 +37,27 @@ def load_module(path: Path):
     return mod
 
 
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def time_calls(fn, inputs: list, reps: int, budget_s: float) -> list[float]:
     times = []
     t_end = time.monotonic() + budget_s
     for i in range(reps):
         a = inputs[i % len(inputs)]
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(a)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)  # µs
+        if a.is_cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(a)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3)  # µs
+        else:
+            t0 = time.perf_counter()
+            fn(a)
+            times.append((time.perf_counter() - t0) * 1e6)
         if time.monotonic() > t_end and len(times) >= 3:
             break
     return times
@@ -62,12 +72,13 @@ def main() -> None:
     p.add_argument("--max-call-s", type=float, default=3.0)
     p.add_argument("--no-geqrf", action="store_true")
     p.add_argument("--max-elems", type=float, default=1.2e9, help="skip specs larger than this")
+    p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()
 
     task = load_task("qr")
     ref = load_module(task.reference_path)
-    specs = [s for s in task.shape_set("cuda", args.set) if s.timed]
+    specs = [s for s in task.shape_set(args.device, args.set) if s.timed]
     seeds = sorted(task.seeds_dir.glob("*.py"))
     if args.seeds:
         seeds = [task.seeds_dir / f"{s}.py" for s in args.seeds]
@@ -82,7 +93,7 @@ def main() -> None:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {
-        "gpu": torch.cuda.get_device_name(0),
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
         "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "set": args.set,
@@ -95,7 +106,7 @@ def main() -> None:
         if params["batch"] * params["n"] ** 2 > args.max_elems:
             continue
         label = f"{params['family']} ({params['batch']},{params['n']}) c{params.get('cond', 1)}"
-        inputs = [ref.make_inputs(params, s, "cuda")[0] for s in (11, 12)]
+        inputs = [ref.make_inputs(params, s, args.device)[0] for s in (11, 12)]
         base = None
         for name, fn in fns.items():
             row = {"spec": params, "label": label, "seed": name}
@@ -104,10 +115,10 @@ def main() -> None:
                 doc["rows"].append(row)
                 continue
             try:
-                torch.cuda.synchronize()
+                sync()
                 t0 = time.monotonic()
                 h, tau = fn(inputs[0])
-                torch.cuda.synchronize()
+                sync()
                 first_s = time.monotonic() - t0
                 ok, metrics = ref.check((inputs[0],), (h, tau))
                 row["check"] = "ok" if ok else "FAIL"
@@ -116,7 +127,7 @@ def main() -> None:
                 }
                 del h, tau
                 fn(inputs[1])
-                torch.cuda.synchronize()
+                sync()
                 t = time_calls(fn, inputs, args.reps, args.budget_s)
                 row["median_us"] = statistics.median(t)
                 row["min_us"] = min(t)
@@ -126,7 +137,7 @@ def main() -> None:
                     slow.add(name)
             except Exception as exc:
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                torch.cuda.synchronize()
+                sync()
             if name == "geqrf":
                 base = row.get("median_us")
             if base and row.get("median_us"):
@@ -141,7 +152,8 @@ def main() -> None:
             )
             (out_dir / "qr_direct.json").write_text(json.dumps(doc, indent=1))
         del inputs
-        torch.cuda.empty_cache()
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
     # geometric means over the specs every seed completed
     by_seed: dict[str, dict[str, float]] = {}
     for r in doc["rows"]:
