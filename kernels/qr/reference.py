@@ -44,7 +44,7 @@ def _tail_count(n: int) -> int:
 
 
 def _randn(g: torch.Generator, *size: int) -> torch.Tensor:
-    return torch.randn(*size, generator=g, dtype=torch.float32)
+    return torch.randn(*size, generator=g, dtype=torch.float32, device=g.device)
 
 
 def _signs(x: torch.Tensor) -> torch.Tensor:
@@ -55,7 +55,7 @@ def _signs(x: torch.Tensor) -> torch.Tensor:
 def _dense(g: torch.Generator, b: int, n: int, cond: float) -> torch.Tensor:
     """Standard normal, column j scaled by 10**(-cond * j / (n - 1)): condition ~ 10**cond."""
     a = _randn(g, b, n, n)
-    a.mul_(torch.logspace(0, -cond, n, dtype=torch.float32))
+    a.mul_(torch.logspace(0, -cond, n, dtype=torch.float32, device=g.device))
     return a
 
 
@@ -64,7 +64,7 @@ def _upper(g: torch.Generator, b: int, n: int, cond: float) -> torch.Tensor:
     a kernel that always reflects or divides by the subdiagonal norm gets wrong."""
     a = _randn(g, b, n, n).triu_()
     d = a.diagonal(dim1=-2, dim2=-1)
-    d.add_(_signs(d) * torch.linspace(*UPPER_DIAG_BOOST, n, dtype=torch.float32))
+    d.add_(_signs(d) * torch.linspace(*UPPER_DIAG_BOOST, n, dtype=torch.float32, device=g.device))
     return a
 
 
@@ -89,7 +89,7 @@ def _nearrank(g: torch.Generator, b: int, n: int, cond: float) -> torch.Tensor:
 def _clustered(g: torch.Generator, b: int, n: int, cond: float) -> torch.Tensor:
     """Half the columns at 4 * eps32, four middle ones at sqrt(eps32): singular values cluster at
     three far-apart scales; tiny columns test the reflector's norm and tau for near-zero x."""
-    scale = torch.ones(n, dtype=torch.float32)
+    scale = torch.ones(n, dtype=torch.float32, device=g.device)
     scale[n // 2 :] = CLUSTERED_TINY
     half = CLUSTERED_MIDDLE_COLS // 2
     scale[max(0, n // 2 - half) : n // 2 + half] = CLUSTERED_MIDDLE
@@ -100,7 +100,7 @@ def _band(g: torch.Generator, b: int, n: int, cond: float) -> torch.Tensor:
     """Banded (half-bandwidth w = max(2, min(32, n/32))) with the diagonal boosted by w: mostly
     zeros below the band, so reflectors are short and sparse; a kernel must not assume density."""
     w = max(BAND_MIN_WIDTH, min(BAND_MAX_WIDTH, n // 32))
-    idx = torch.arange(n)
+    idx = torch.arange(n, device=g.device)
     inside = (idx[:, None] - idx[None, :]).abs() <= w
     a = _randn(g, b, n, n).mul_(inside)
     d = a.diagonal(dim1=-2, dim2=-1)
@@ -119,7 +119,7 @@ def _rowscale(g: torch.Generator, b: int, n: int, cond: float) -> torch.Tensor:
     """Rows scaled by logspace(0, -max(cond, 4)): badly scaled rows, the classic weak spot of
     column-oriented methods that normalize or square the matrix."""
     decades = max(cond, ROWSCALE_MIN_DECADES)
-    rows = torch.logspace(0, -decades, n, dtype=torch.float32)
+    rows = torch.logspace(0, -decades, n, dtype=torch.float32, device=g.device)
     return _randn(g, b, n, n).mul_(rows[:, None])
 
 
@@ -165,25 +165,29 @@ def mixed_families(batch: int, seed: int) -> list[str]:
     return _mixed_families(torch.Generator(device="cpu").manual_seed(seed), batch)
 
 
-def make_matrices(family: str, batch: int, n: int, cond: float, seed: int) -> torch.Tensor:
-    """A (batch, n, n) float32 CPU tensor of `family`, the same for the same arguments."""
-    g = torch.Generator(device="cpu").manual_seed(seed)
+def make_matrices(
+    family: str, batch: int, n: int, cond: float, seed: int, device: str = "cpu"
+) -> torch.Tensor:
+    """A (batch, n, n) float32 tensor of `family` on `device`, the same for the same arguments
+    on the same kind of device. Drawn where it will be used: a GPU draws a 2**31-element batch in
+    milliseconds where the CPU took 20-50 s per evaluation. The families of a `mixed` batch come
+    from a CPU generator of the same seed, so `mixed_families(batch, seed)` names them anywhere."""
+    if family not in _GENERATORS and family != "mixed":
+        raise ValueError(f"unknown QR input family {family!r}; known: {', '.join(FAMILIES)}")
+    g = torch.Generator(device=torch.device(device)).manual_seed(seed)
     if family in _GENERATORS:
         return _GENERATORS[family](g, batch, n, cond).contiguous()
-    if family != "mixed":
-        raise ValueError(f"unknown QR input family {family!r}; known: {', '.join(FAMILIES)}")
-    chosen = _mixed_families(g, batch)
-    out = torch.empty(batch, n, n, dtype=torch.float32)
+    chosen = mixed_families(batch, seed)
+    out = torch.empty(batch, n, n, dtype=torch.float32, device=g.device)
     for name, gen in _GENERATORS.items():  # fixed order, so the draws are reproducible
         where = [i for i, f in enumerate(chosen) if f == name]
         if where:
-            out[torch.tensor(where)] = gen(g, len(where), n, cond)
+            out[torch.tensor(where, device=g.device)] = gen(g, len(where), n, cond)
     return out
 
 
 def make_inputs(shape: dict, seed: int, device: str) -> tuple[torch.Tensor]:
-    """`A` of shape (batch, n, n), float32 and contiguous, drawn on the CPU (so every device sees
-    the same matrices for a seed) and moved to `device`."""
+    """`A` of shape (batch, n, n), float32 and contiguous, drawn on `device`."""
     dtype = shape.get("dtype", "float32")
     if dtype != "float32":
         raise ValueError(f"the QR task is float32 only, got dtype {dtype!r}")
@@ -193,8 +197,9 @@ def make_inputs(shape: dict, seed: int, device: str) -> tuple[torch.Tensor]:
         int(shape["n"]),
         float(shape.get("cond", 1.0)),
         seed,
+        device,
     )
-    return (a.to(device),)
+    return (a,)
 
 
 def reference(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
