@@ -7,6 +7,12 @@ exact):
   1. CholeskyQR2. G1 = A^T A, R1 = chol(G1) (upper), Q1 = A R1^{-1} (triangular solve);
      G2 = Q1^T Q1, R2 = chol(G2), Q = Q1 R2^{-1}; R = R2 R1. Two Gram matmuls, two batched
      Cholesky factorizations, two triangular solves: matmul-rich, no column-by-column loop.
+     Matrices whose Q1 is not yet close enough to orthonormal take a third step (CholeskyQR3);
+     matrices whose first Cholesky fails (kappa(A)^2 beyond 1 / eps64) are retried with a
+     shifted first step on the column-equilibrated matrix (shifted CholeskyQR3, Fukaya,
+     Kannan, Nakatsukasa, Yamamoto, Yanagisawa 2020): G = (A D)^T (A D) + s I with D powers of
+     two and s = 11 (2 n^2 + n) eps64 ||A D||_F^2, which always factors and leaves a Q1 with
+     kappa <~ 1e8 / n, then two plain steps.
   2. Householder reconstruction (Ballard, Demmel, Grigori, Jacquelin, Knight, Nguyen 2015).
      A compact-WY product I - Y T Y^T with unit lower-triangular Y and upper-triangular T has
      first n columns I - Y T Y1^T. If Q S = I - Y T Y^T for a sign matrix S = diag(+-1), then
@@ -26,24 +32,29 @@ exact):
 
 Guard (why the fast path is never used where it would fail): CholeskyQR squares the condition
 number, so rank-deficient and nearly dependent matrices break it. Per matrix, the fast path's
-result is used only if
-  - A is finite, both Cholesky factorizations succeed (cholesky_ex info == 0), and
-  - ||Q1^T Q1 - I||_F <= GUARD_TOL (< 1). This certifies the result: the triangular solve is
-    row-wise backward stable, so ||A - Q1 R1|| <= gamma_n ||Q1|| ||R1|| ~ n eps ||A|| once
-    ||Q1|| ~ 1; and G2 close to I means kappa(Q1)^2 <= (1 + tol) / (1 - tol), so the second
-    CholeskyQR step is a perfectly conditioned one and Q is orthonormal to working precision.
+result is used only if it is certified:
+  - A is finite and every Cholesky factorization of the chain succeeds (cholesky_ex info == 0);
+  - the input Q_k of the LAST CholeskyQR step satisfies ||Q_k^T Q_k - I||_F <= GUARD_TOL (< 1),
+    so kappa(Q_k)^2 <= (1 + tol) / (1 - tol): the last step is a perfectly conditioned one and
+    its Q is orthonormal to working precision (float64 here, far below the float32 gates);
+  - every earlier step's input has ||Q_i^T Q_i - I||_F <= DEV_MAX, so ||Q_i||_2 <= 1e3: each
+    triangular solve is row-wise backward stable, ||X - Q R|| <= gamma_n ||Q|| ||R||, and with
+    bounded ||Q_i|| the accumulated residual ||A - Q R_k ... R_1|| stays ~ n eps64 ||A|| times
+    at most ~1e6, still orders of magnitude below 20 n eps32 ||A||;
   - post-check of the reconstruction: every entry finite, and tau from the pivots (|p_i| + 1)
     agrees with 2 / ||y_i||^2 to RECON_TOL (they are equal exactly when Q S is a reflector
     product).
-Matrices failing any test (exactly rank-deficient ones fail the first Cholesky with info != 0)
-are gathered by index and factored by a batched blocked Householder QR (compact WY, float32,
-the algorithm of blocked_wy.py), and their results written back by index. Matrices that are
-already upper triangular (every entry below the diagonal exactly zero) are returned as they are
-with tau = 0 (identity reflectors, Q = I), as the reference library does.
+Matrices failing any test (exactly rank-deficient ones fail a Cholesky factorization: a zero
+column gives a zero pivot, or a zero column of Q1 after the shifted step) are gathered by index
+and factored by a batched blocked Householder QR (compact WY, float32, the algorithm of
+blocked_wy.py), and their results written back by index. Matrices that are already upper
+triangular (every entry below the diagonal exactly zero) are returned as they are with tau = 0
+(identity reflectors, Q = I), as the reference library does.
 
 Cost model: fast path ~ batch * (2 * 2 n^3 Gram + 2 * n^3 solves + 2/3 n^3 LU + n^3 / 3 Cholesky)
 mostly as float64 matmuls (FP64 tensor cores on Hopper run them at about the float32 rate), plus
-~4 launches per column in the LU panels. The batch is processed in chunks of at most
+~4 launches per column in the LU panels; matrices needing a third step or the shifted retry
+cost one or two more Gram + Cholesky + solve each. The batch is processed in chunks of at most
 CHUNK_ELEMENTS matrix entries to bound float64 temporaries.
 """
 
@@ -52,19 +63,25 @@ import torch
 FAMILY = "cholesky-qr"
 TUNABLES = {
     "LU_NB": [16, 32, 64, 128],
-    "GUARD_TOL": [0.1, 0.25, 0.5],
+    "GUARD_TOL": [0.25, 0.5, 0.9],
+    "MAX_STEPS": [2, 3, 4],
+    "SHIFTED": [True, False],
     "FALLBACK_NB": [16, 32, 64],
     "CHUNK_ELEMENTS": [2**26, 2**27, 2**28],
 }
 LU_NB = 32  # panel width of the LU without pivoting
-GUARD_TOL = 0.25  # max ||Q1^T Q1 - I||_F for the fast path (certifies kappa(Q1)^2 <= 5/3)
+GUARD_TOL = 0.5  # max ||Q^T Q - I||_F of the last CholeskyQR step's input (kappa^2 <= 3)
+DEV_MAX = 1e6  # max ||Q^T Q - I||_F of an intermediate step's input (||Q||_2 <= 1e3)
+MAX_STEPS = 3  # CholeskyQR steps per matrix: 2 when certified after one, else up to this
+SHIFTED = True  # retry matrices whose plain chain fails with a shifted first step
+SHIFT_C = 11.0  # shift = SHIFT_C * (2 n^2 + n) * eps64 * ||A D||_F^2 (Fukaya et al. 2020)
 RECON_TOL = 1e-6  # max |tau from pivots - 2 / ||y||^2| / 2 accepted after the reconstruction
 FALLBACK_NB = 32  # panel width of the fallback blocked Householder QR
 CHUNK_ELEMENTS = 2**27  # matrix entries per chunk of the batch (float64 temporaries ~ 1 GiB each)
 WORK_DTYPE = torch.float64
 
 ROUTE_TRIANGULAR = 0  # already upper triangular: H = A, tau = 0
-ROUTE_CHOLESKY = 1  # CholeskyQR2 + reconstruction
+ROUTE_CHOLESKY = 1  # CholeskyQR chain + reconstruction
 ROUTE_HOUSEHOLDER = 2  # guarded fallback
 
 
@@ -73,17 +90,77 @@ ROUTE_HOUSEHOLDER = 2  # guarded fallback
 
 def _cholesky_step(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One CholeskyQR step: (Q, R, ok) with X = Q R, R = chol(X^T X) upper; ok per matrix."""
-    g = x.mT @ x
-    low, info = torch.linalg.cholesky_ex(g)
-    r = low.mT
-    # A failed factorization leaves a zero or NaN pivot; make the solve harmless (the matrix is
-    # routed to the fallback anyway) by putting ones on the diagonal of failed factors.
-    bad = info != 0
-    if bool(bad.any()):
-        eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
-        r = torch.where(bad[:, None, None], eye, r)
+    low, info = torch.linalg.cholesky_ex(x.mT @ x)
+    return _finish_step(x, low, info == 0)
+
+
+def _finish_step(
+    x: torch.Tensor, low: torch.Tensor, good: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Q = X R^{-1} for R = low^T. A failed factorization leaves a zero or NaN pivot; the solve
+    is made harmless (the matrix is routed elsewhere anyway) with R = I for those."""
+    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    r = torch.where(good[:, None, None], low.mT, eye)
     q = torch.linalg.solve_triangular(r, x, upper=True, left=False)
-    return q, r, ~bad
+    return q, r, good
+
+
+def _shifted_step(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One shifted CholeskyQR step on the column-equilibrated X: columns scaled by powers of two
+    (exact) to norm ~1, G = (X D)^T (X D) + s I, R = chol(G), Q = X D R^{-1}; returns R D^{-1}
+    so that X = Q R still holds. The shift makes the factorization succeed for any full-rank
+    X, at the price of a Q that needs further (plain) steps."""
+    n = x.shape[-1]
+    norms = torch.linalg.vector_norm(x, dim=1)  # (batch, n) column norms
+    d = torch.where(norms > 0, torch.exp2(-torch.round(torch.log2(norms))), 1.0)
+    xs = x * d[:, None, :]
+    g = xs.mT @ xs
+    eps = torch.finfo(x.dtype).eps
+    shift = SHIFT_C * (2 * n * n + n) * eps * g.diagonal(dim1=-2, dim2=-1).sum(dim=1)
+    g.diagonal(dim1=-2, dim2=-1).add_(shift[:, None])
+    low, info = torch.linalg.cholesky_ex(g)
+    q, r, good = _finish_step(xs, low, info == 0)
+    return q, r / d[:, None, :], good
+
+
+def _cholesky_chain(
+    x: torch.Tensor, shifted: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(Q, R, certified) with X = Q R by repeated CholeskyQR steps, per matrix.
+
+    After the first step (shifted or not), each step's input Q_i is measured:
+    dev = ||Q_i^T Q_i - I||_F. dev <= GUARD_TOL makes the next step the last one (its input is
+    certified well conditioned, so its output is orthonormal to working precision); a matrix
+    with GUARD_TOL < dev <= DEV_MAX takes another step if one is left in MAX_STEPS; anything
+    else (dev larger or NaN, a failed factorization, no steps left) is not certified. Matrices
+    are stepped only while they need it (subsets by index)."""
+    b, n = x.shape[0], x.shape[-1]
+    q, r, ok = _shifted_step(x) if shifted else _cholesky_step(x)
+    done = torch.zeros_like(ok)
+    eye = torch.eye(n, dtype=x.dtype, device=x.device)
+    for step in range(1, MAX_STEPS):
+        idx = (ok & ~done).nonzero().squeeze(1)
+        if idx.numel() == 0:
+            break
+        full = idx.numel() == b
+        qa = q if full else q.index_select(0, idx)
+        ra = r if full else r.index_select(0, idx)
+        g = qa.mT @ qa
+        dev = torch.linalg.matrix_norm(g - eye)  # Frobenius; NaN compares False
+        last = dev <= GUARD_TOL
+        more = (dev <= DEV_MAX) & (step + 1 < MAX_STEPS)
+        low, info = torch.linalg.cholesky_ex(g)
+        good = (last | more) & (info == 0)
+        qn, rs, good = _finish_step(qa, low, good)
+        rn = rs @ ra
+        if full:
+            q, r, ok, done = qn, rn, good, good & last
+        else:
+            q.index_copy_(0, idx, qn)
+            r.index_copy_(0, idx, rn)
+            ok.index_copy_(0, idx, good)
+            done.index_copy_(0, idx, good & last)
+    return q, r, ok & done
 
 
 def _lu_with_signs(m: torch.Tensor) -> torch.Tensor:
@@ -114,31 +191,47 @@ def _lu_with_signs(m: torch.Tensor) -> torch.Tensor:
     return s
 
 
-def _fast(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(H, tau, ok) for a float32 chunk through CholeskyQR2 + reconstruction; ok per matrix."""
-    n = a.shape[-1]
-    x = a.to(WORK_DTYPE)
-    ok = x.isfinite().flatten(1).all(dim=1)
-    q1, r1, ok1 = _cholesky_step(x)
-    ok &= ok1
-    g2 = q1.mT @ q1
-    eye = torch.eye(n, dtype=x.dtype, device=x.device)
-    dev = torch.linalg.matrix_norm(g2 - eye)  # Frobenius; NaN compares False below
-    ok &= dev <= GUARD_TOL
-    low2, info2 = torch.linalg.cholesky_ex(g2)
-    ok &= info2 == 0
-    r2 = torch.where(ok[:, None, None], low2.mT, eye)
-    q = torch.linalg.solve_triangular(r2, q1, upper=True, left=False)
-    r = r2 @ r1
+def _reconstruct(
+    q: torch.Tensor, r: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(H, tau, ok) in compact Householder form from an orthonormal Q and upper R (A = Q R);
+    q is overwritten. ok: finite, and the pivots' tau agrees with 2 / ||y||^2."""
     s = _lu_with_signs(q)  # q now holds L (strictly below) and U (on and above)
     tau_piv = -q.diagonal(dim1=-2, dim2=-1) * s  # |p_i| + 1
-    h = (r * s[:, :, None]).triu() + q.tril(-1)
-    h32 = h.to(torch.float32)
+    h32 = ((r * s[:, :, None]).triu() + q.tril(-1)).to(torch.float32)
     y = h32.tril(-1).to(torch.float64)
-    tau = 2.0 / (1.0 + (y * y).sum(dim=1))  # column norms of the unit lower Y
-    ok &= h32.isfinite().flatten(1).all(dim=1) & tau.isfinite().all(dim=1)
+    tau = 2.0 / (1.0 + (y * y).sum(dim=1))  # 2 / ||y_i||^2 of the stored unit lower Y
+    ok = h32.isfinite().flatten(1).all(dim=1) & tau.isfinite().all(dim=1)
     ok &= ((tau_piv.to(torch.float64) - tau).abs() <= 2.0 * RECON_TOL).all(dim=1)
     return h32, tau.to(torch.float32), ok
+
+
+def _fast(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(H, tau, ok) for a float32 chunk through the CholeskyQR chain + reconstruction; where ok
+    is False, H and tau are unspecified."""
+    x = a.to(WORK_DTYPE)
+    finite = x.isfinite().flatten(1).all(dim=1)
+    q, r, ok = _cholesky_chain(x, shifted=False)
+    ok &= finite
+    if SHIFTED:
+        retry = (finite & ~ok).nonzero().squeeze(1)
+        if retry.numel():
+            q2, r2, ok2 = _cholesky_chain(x.index_select(0, retry), shifted=True)
+            q.index_copy_(0, retry, q2)
+            r.index_copy_(0, retry, r2)
+            ok.index_copy_(0, retry, ok2)
+    b, n = a.shape[0], a.shape[-1]
+    h = torch.empty(b, n, n, dtype=torch.float32, device=a.device)
+    tau = torch.empty(b, n, dtype=torch.float32, device=a.device)
+    idx = ok.nonzero().squeeze(1)
+    if idx.numel() == b:
+        return _reconstruct(q, r)
+    if idx.numel():
+        hs, ts, oks = _reconstruct(q.index_select(0, idx), r.index_select(0, idx))
+        h.index_copy_(0, idx, hs)
+        tau.index_copy_(0, idx, ts)
+        ok.index_copy_(0, idx, oks)
+    return h, tau, ok
 
 
 # --- fallback: blocked Householder QR (compact WY), float32 ------------------------------------
