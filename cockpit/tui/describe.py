@@ -48,6 +48,13 @@ def command_target(kind: str | None, args: dict | None) -> str:
     return f"{kind}{' ' + target if target else ''}{extra}"
 
 
+def _cost(payload: dict) -> str:
+    """` $0.012` when the event's usage says what its model calls cost, else nothing."""
+    usage = payload.get("usage")
+    cost = usage.get("cost_usd") if isinstance(usage, dict) else None
+    return f" ${cost:.3f}" if isinstance(cost, int | float) and cost > 0 else ""
+
+
 def describe(e: Event) -> tuple[str, str]:
     """(text, tone) for one event. Unknown kinds are shown by name, never dropped."""
     p, b, c = e.payload, e.branch or "", e.candidate or ""
@@ -65,11 +72,15 @@ def describe(e: Event) -> tuple[str, str]:
         return f"✗ {c} {b} {status}: {first_reason(p)}", "bad"
     if k == ev.CANDIDATE_PROPOSED:
         note = p.get("note")
-        return f"{c} {b} proposed{f' ({note})' if note else ''}", "muted"
+        return f"{c} {b} proposed{f' ({note})' if note else ''}{_cost(p)}", "muted"
+    if k == "proposal_cancelled":
+        return f"⊘ {b} proposal cancelled: {p.get('reason') or '?'}", "muted"
+    if k == "proposal_discarded":
+        return f"⊘ {b} late reply discarded{_cost(p)}", "muted"
     if k == ev.EVALUATION_STARTED:
         return f"{c} {b} evaluating", "muted"
     if k == ev.PROPOSAL_FAILED:
-        return f"✗ {b} no proposal: {p.get('reason', '')}", "bad"
+        return f"✗ {b} no proposal: {p.get('reason', '')}{_cost(p)}", "bad"
     if k == ev.PLATEAU_DETECTED:
         why = p.get("reason") or f"{p.get('evaluations_since_best', '?')} evaluations without gain"
         return f"≈ {b} plateau: {why}", "warn"

@@ -11,8 +11,10 @@ from typing import Any
 
 from cockpit.store import events as ev
 from cockpit.store.models import Branch, Candidate, Command, Event
+from cockpit.tui.notify import BY_COMMAND
 from cockpit.tui.plot import StepSeries
 from cockpit.tui.sources import Snapshot
+from cockpit.tui.spend import Spend
 
 RETIRED = "retired"
 
@@ -28,6 +30,7 @@ class SessionModel:
     clock: float | None = None
     first_t: float | None = None
     last_t: float | None = None
+    spend: Spend = field(default_factory=Spend)
     _index: dict[str, Candidate] = field(default_factory=dict, repr=False)
     _index_of: tuple[Candidate, ...] | None = field(default=None, repr=False)
 
@@ -39,6 +42,8 @@ class SessionModel:
             self.milestones.extend(snap.milestones)
         self.meta, self.branches, self.candidates = snap.meta, snap.branches, snap.candidates
         self.last_event_id, self.clock = snap.last_event_id, snap.clock
+        if snap.spend is not None:
+            self.spend = snap.spend
         if snap.events:
             self.last_t = max(self.last_t or snap.events[-1].t, snap.events[-1].t)
         if snap.reset:
@@ -84,6 +89,16 @@ class SessionModel:
     def paused_all(self) -> bool:
         return self.meta.get("state") == "paused"
 
+    @property
+    def engine_active(self) -> bool:
+        """Whether the record says an engine is at work (a proposal in flight means something
+        only then: a crashed engine leaves its last request without an outcome)."""
+        return self.meta.get("state") in ("running", "paused")
+
+    def outages(self) -> list[str]:
+        """Branches paused by the engine because the model provider is failing."""
+        return [b.id for b in self.branches if branch_outage(b)]
+
     def history(self) -> tuple[list[str], list[StepSeries]]:
         """Best-so-far per branch from the best_changed events: (branch ids, series)."""
         points: dict[str, list[tuple[float, float]]] = {b.id: [] for b in self.branches}
@@ -108,3 +123,10 @@ class SessionModel:
             elif e.kind == ev.ESCALATED or e.kind == ev.BRANCH_FORKED:
                 out.append((e.t, "◆"))
         return out
+
+
+def branch_outage(b: Branch) -> bool:
+    """Paused, and not by a person: the engine pauses a branch itself only on a provider
+    outage (and resumes it after a cool-down)."""
+    reason = str(b.info.get("state_reason") or "")
+    return b.state == "paused" and bool(reason) and not reason.startswith(BY_COMMAND)

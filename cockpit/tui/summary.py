@@ -22,6 +22,8 @@ from cockpit.store import events as ev
 from cockpit.store.models import Event
 from cockpit.tui.describe import command_target
 from cockpit.tui.format import fmt_ago, fmt_us
+from cockpit.tui.notify import outage_pause
+from cockpit.tui.spend import Spend, fmt_tokens, fmt_usd
 
 LAST_LOOKED_FILE = "last_looked.json"
 SUMMARY_KINDS = (
@@ -67,11 +69,19 @@ class Summary:
     commands: list[CommandLine] = field(default_factory=list)
     states: list[str] = field(default_factory=list)
     errors: int = 0
+    outages: list[str] = field(default_factory=list)  # branches paused by a failing provider
     cost_usd: float = 0.0
+    tokens: int = 0
+    calls: int = 0
 
     @property
     def empty(self) -> bool:
-        return self.events == 0 and not self.cost_usd
+        return self.events == 0 and not self.cost_usd and not self.tokens
+
+    def add_spend(self, spend: Spend) -> None:
+        self.cost_usd += spend.usd
+        self.tokens += spend.tokens
+        self.calls += spend.calls
 
 
 def summarize(events: Iterable[Event], since: LastLooked | None) -> Summary:
@@ -81,9 +91,8 @@ def summarize(events: Iterable[Event], since: LastLooked | None) -> Summary:
     for e in events:
         s.events += 1
         p = e.payload
-        cost = p.get("cost_usd")
-        if isinstance(cost, int | float):
-            s.cost_usd += cost
+        if outage_pause(e):
+            s.outages.append(e.branch or "?")
         if e.kind == ev.EVALUATION_FINISHED:
             status = p.get("status")
             if status != "duplicate":
@@ -159,8 +168,13 @@ def summary_lines(s: Summary, now: float, *, best_per_branch: int = 1) -> list[t
         lines.append((f"session: {' → '.join(s.states)}", "warn"))
     if s.errors:
         lines.append((f"! {s.errors} engine error(s)", "bad"))
-    if s.cost_usd:
-        lines.append((f"$ {s.cost_usd:.2f} spent on model calls", "info"))
+    if s.outages:
+        lines.append((f"✗ provider outages paused: {', '.join(s.outages)}", "bad"))
+    if s.cost_usd or s.tokens:
+        parts = [f"{fmt_tokens(s.tokens)} tokens"] if s.tokens else []
+        parts += [f"{s.calls} calls"] if s.calls else []
+        extra = f" ({', '.join(parts)})" if parts else ""
+        lines.append((f"$ {fmt_usd(s.cost_usd)[1:]} spent on model calls{extra}", "info"))
     return lines
 
 

@@ -167,7 +167,8 @@ class MainScreen(Screen[None]):
         first = not self.loaded
         self.loaded = True
         acked = self.model.apply(snap)
-        self.query_one(BeamPanel).show(snap.branches, snap.candidates)
+        live = self.model.engine_active and self.source.player is None
+        self.query_one(BeamPanel).show(snap.branches, snap.candidates, self.model.spend, live)
         self.query_one(GpuPanel).show(snap.telemetry)
         log = self.query_one(EventLog)
         if snap.reset:
@@ -498,7 +499,7 @@ class MainScreen(Screen[None]):
         mark = read_last_looked(self.source.folder, self.user)
         since = mark.event_id if mark else 0
         summary = summarize(self.source.events_since(since, SUMMARY_KINDS), mark)
-        summary.cost_usd += self.source.cost_since(since)
+        summary.add_spend(self.source.spend_since(since))
         self.post_message(SummaryReady(summary, self.model.last_event_id))
 
     @on(SummaryReady)

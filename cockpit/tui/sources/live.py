@@ -15,7 +15,8 @@ from cockpit.tui.sources.base import (
     CandidateDetail,
     Snapshot,
 )
-from cockpit.tui.sources.reads import Details, cost_between, events_through, telemetry_before
+from cockpit.tui.sources.reads import Details, events_through, telemetry_before
+from cockpit.tui.spend import Spend, spend_between
 
 
 class LiveSource:
@@ -38,6 +39,7 @@ class LiveSource:
         self._telemetry: tuple[TelemetrySample, ...] = ()
         self._commands: tuple[Command, ...] = ()
         self._meta: dict[str, Any] = {}
+        self._spend = Spend()
 
     def load(self) -> Snapshot:
         with self._lock, self.record.snapshot():
@@ -50,6 +52,7 @@ class LiveSource:
             self._commands = tuple(self.record.commands())
             events = events_through(self.record, last, LOG_TAIL)
             milestones = tuple(self.record.events(kinds=MILESTONE_KINDS))
+            self._spend = spend_between(self.record, 0, last)
             self._last_id = last
             return Snapshot(
                 self._meta,
@@ -61,6 +64,7 @@ class LiveSource:
                 self._commands,
                 last,
                 reset=True,
+                spend=self._spend,
             )
 
     def poll(self) -> Snapshot | None:
@@ -77,6 +81,7 @@ class LiveSource:
                 self._meta = self.record.meta()
                 self._branches = tuple(self.record.branches())
                 self._candidates = tuple(self.record.candidates())
+                self._spend = self._spend.fold(events)
                 self._last_id = last
             if tel_t != self._last_tel:
                 self._telemetry = telemetry_before(self.record, None, self.telemetry_window)
@@ -94,15 +99,16 @@ class LiveSource:
                 self._commands,
                 last,
                 reset=False,
+                spend=self._spend,
             )
 
     def events_since(self, event_id: int, kinds: tuple[str, ...]) -> list[Event]:
         with self._lock:
             return self.record.events(after_id=event_id, kinds=kinds)
 
-    def cost_since(self, event_id: int) -> float:
+    def spend_since(self, event_id: int) -> Spend:
         with self._lock:
-            return cost_between(self.record, event_id, None)
+            return spend_between(self.record, event_id, None)
 
     def candidate_detail(self, candidate: Candidate) -> CandidateDetail | None:
         with self._lock:

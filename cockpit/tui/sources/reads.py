@@ -21,17 +21,6 @@ def telemetry_before(record: SessionRecord, t: float | None, limit: int) -> tupl
     return tuple(TelemetrySample(*r) for r in reversed(rows))
 
 
-def cost_between(record: SessionRecord, after_id: int, through_id: int | None) -> float:
-    """Model spend recorded with the proposals (`usage.cost_usd`), summed in SQL so the
-    proposals' sources are never loaded."""
-    rows = record.execute(
-        "SELECT coalesce(sum(json_extract(payload, '$.usage.cost_usd')), 0) FROM events "
-        "WHERE kind = ? AND id > ? AND id <= ?",
-        (ev.CANDIDATE_PROPOSED, after_id, through_id if through_id is not None else 2**62),
-    )
-    return float(rows[0][0] or 0.0)
-
-
 def events_through(record: SessionRecord, last_id: int, limit: int) -> tuple[Event, ...]:
     rows = record.execute(
         "SELECT id, t, kind, branch, candidate, payload FROM events WHERE id <= ? "

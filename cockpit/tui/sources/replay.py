@@ -17,7 +17,8 @@ from cockpit.tui.sources.base import (
     Player,
     Snapshot,
 )
-from cockpit.tui.sources.reads import Details, cost_between, events_through, telemetry_before
+from cockpit.tui.sources.reads import Details, events_through, telemetry_before
+from cockpit.tui.spend import Spend, spend_between
 
 
 class ReplaySource:
@@ -37,6 +38,7 @@ class ReplaySource:
         self.playing = False
         self._details = Details(self.record, self.folder)
         self._lock = threading.RLock()
+        self._spend = Spend()
         self.player: Player | None = self
 
     @property
@@ -57,7 +59,9 @@ class ReplaySource:
         if events is None:
             shown = events_through(self.record, last, LOG_TAIL) if last else ()
             milestones = tuple(e for e in self.record.events(kinds=MILESTONE_KINDS) if e.id <= last)
+            self._spend = spend_between(self.record, 0, last)
         else:
+            self._spend = self._spend.fold(events)
             shown = tuple(events[-LOG_TAIL:])
             milestones = tuple(e for e in events if e.kind in MILESTONE_KINDS)
         return Snapshot(
@@ -71,6 +75,7 @@ class ReplaySource:
             last,
             reset=events is None,
             clock=r.clock,
+            spend=self._spend,
         )
 
     def load(self) -> Snapshot:
@@ -153,9 +158,9 @@ class ReplaySource:
             last = self.reader.last_delivered_id
             return [e for e in self.record.events(after_id=event_id, kinds=kinds) if e.id <= last]
 
-    def cost_since(self, event_id: int) -> float:
+    def spend_since(self, event_id: int) -> Spend:
         with self._lock:
-            return cost_between(self.record, event_id, self.reader.last_delivered_id)
+            return spend_between(self.record, event_id, self.reader.last_delivered_id)
 
     def candidate_detail(self, candidate: Candidate) -> CandidateDetail | None:
         with self._lock:

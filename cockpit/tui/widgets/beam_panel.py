@@ -21,6 +21,8 @@ from cockpit.store.models import Branch, Candidate
 from cockpit.tui.describe import STATE_GLYPH, STATE_STYLE, branch_style, verdict_style
 from cockpit.tui.filter import NO_FILTER, Filter
 from cockpit.tui.format import clip, fmt_speedup, fmt_us
+from cockpit.tui.model import branch_outage
+from cockpit.tui.spend import BranchSpend, Spend, fmt_tokens, fmt_usd
 
 CANDIDATES_PER_BRANCH = 4
 MATCHES_PER_BRANCH = 50  # while filtering: the newest matching candidates of each branch
@@ -83,7 +85,26 @@ def header(cols: Columns) -> Content:
     )
 
 
-def branch_row(b: Branch, colour: int, best: Candidate | None, cols: Columns) -> Content:
+def activity(b: Branch, spend: BranchSpend, live: bool) -> tuple[str, str]:
+    """The branch row's verdict cell: what its model is doing, else what it has cost."""
+    if branch_outage(b):
+        return "outage", "bold $error"
+    if live and spend.asking_since is not None and b.state != "retired":
+        return "ask…", "$accent"
+    if spend.usd:
+        return fmt_usd(spend.usd), "$text-muted"
+    if spend.tokens:
+        return f"{fmt_tokens(spend.tokens)}t", "$text-muted"
+    return "", ""
+
+
+def branch_row(
+    b: Branch,
+    colour: int,
+    best: Candidate | None,
+    cols: Columns,
+    act: tuple[str, str] = ("", ""),
+) -> Content:
     state = b.state or "?"
     plateaus = b.info.get("plateaus", 0)
     label = STATE_GLYPH.get(state, "?") + ("" if cols.state < 6 else f" {state}")
@@ -97,7 +118,7 @@ def branch_row(b: Branch, colour: int, best: Candidate | None, cols: Columns) ->
             (label, cols.state, STATE_STYLE.get(state, "$text-muted"), False),
             (b.family or "", cols.family, "$text-muted" if muted else "", False),
             (b.model or "default", cols.model, "$text-muted", False),
-            ("", cols.verdict, "", False),
+            (act[0], cols.verdict, act[1], False),
             (fmt_us(b.best_us), cols.score, "bold $success" if b.best_us else "$text-muted", True),
             (fmt_speedup(best.summary.get("speedups")) if best else "", cols.speedup, "", True),
         ],
@@ -126,6 +147,8 @@ def beam_options(
     candidates: tuple[Candidate, ...],
     cols: Columns,
     flt: Filter = NO_FILTER,
+    spend: Spend | None = None,
+    live: bool = True,
 ) -> list[Option]:
     """Branches in beam order, each followed by its newest candidates (and its best, always).
 
@@ -148,7 +171,8 @@ def beam_options(
             shown = list(reversed(own[-CANDIDATES_PER_BRANCH:]))
             if best is not None and best.branch == b.id and best not in shown:
                 shown.append(best)
-        options.append(Option(branch_row(b, colour, best, cols), id=f"b:{b.id}"))
+        act = activity(b, (spend or Spend()).of(b.id), live)
+        options.append(Option(branch_row(b, colour, best, cols, act), id=f"b:{b.id}"))
         for c in shown:
             options.append(Option(candidate_row(c, c.id == b.best_candidate, cols), id=f"c:{c.id}"))
         hidden = len(own) - len([c for c in shown if c.branch == b.id])
@@ -187,6 +211,8 @@ class BeamPanel(Vertical):
         self._branches: tuple[Branch, ...] = ()
         self._candidates: tuple[Candidate, ...] = ()
         self._cols: Columns | None = None
+        self._spend: Spend | None = None
+        self._live = True
         self.filter = NO_FILTER
 
     def compose(self) -> ComposeResult:
@@ -197,10 +223,23 @@ class BeamPanel(Vertical):
     def option_list(self) -> OptionList:
         return self.query_one("#beam-list", OptionList)
 
-    def show(self, branches: tuple[Branch, ...], candidates: tuple[Candidate, ...]) -> None:
-        if branches is self._branches and candidates is self._candidates:
+    def show(
+        self,
+        branches: tuple[Branch, ...],
+        candidates: tuple[Candidate, ...],
+        spend: Spend | None = None,
+        live: bool = True,
+    ) -> None:
+        """`live`: an engine is at work, so a request without an outcome is in flight."""
+        same = branches is self._branches and candidates is self._candidates
+        if same and spend is self._spend and live == self._live:
             return
-        self._branches, self._candidates = branches, candidates
+        self._branches, self._candidates, self._spend, self._live = (
+            branches,
+            candidates,
+            spend,
+            live,
+        )
         self._rebuild()
 
     def set_filter(self, flt: Filter) -> None:
@@ -224,7 +263,11 @@ class BeamPanel(Vertical):
         ol = self.option_list
         highlighted = ol.highlighted_option.id if ol.highlighted_option else None
         ol.clear_options()
-        ol.add_options(beam_options(self._branches, self._candidates, cols, self.filter))
+        ol.add_options(
+            beam_options(
+                self._branches, self._candidates, cols, self.filter, self._spend, self._live
+            )
+        )
         if self.filter.active:
             n = count_matches(self._branches, self._candidates, self.filter)
             self.border_title = f"beam ⧩ {self.filter.text} ({n}/{len(self._candidates)})"

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from cockpit.tui.describe import verdict_style
 from cockpit.tui.format import fmt_speedup, fmt_us
 from cockpit.tui.sources import CandidateDetail as Detail
+from cockpit.tui.spend import fmt_tokens, fmt_usd, usage_of
 
 TABS = ("code", "diff", "feedback", "shapes", "profile")
 SYNTAX_THEME = "ansi_dark"  # ANSI colours: follows the terminal's palette
@@ -34,6 +35,9 @@ def title_line(d: Detail) -> Content:
     parts.append(f" · parent {c.parent or 'none (seed)'}")
     if c.model:
         parts.append(f" · {c.model}")
+    usd, tokens, _ = usage_of(d.proposal or {})
+    if usd or tokens:
+        parts.append((f" · {fmt_usd(usd)} {fmt_tokens(tokens)} tok", "$text-muted"))
     return Content.assemble(*parts)
 
 

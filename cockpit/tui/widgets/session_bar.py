@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us
 from cockpit.tui.model import SessionModel
+from cockpit.tui.spend import fmt_tokens, fmt_usd
 
 STATE_STYLE = {"running": "$success", "paused": "$warning", "created": "$text-muted"}
 
@@ -42,6 +43,16 @@ def bar_content(
         " · best ",
         (f"{fmt_us(best.score_us)} {best.id}" if best else "–", "$success" if best else ""),
     ]
+    spend = model.spend
+    if spend.any:
+        tokens = f" {fmt_tokens(spend.tokens)} tok" if spend.tokens else ""
+        parts += [" · ", (f"{fmt_usd(spend.usd)}{tokens}", "bold")]
+    outages = model.outages()
+    if outages:
+        parts += [" · ", (f"✗ provider down: {','.join(outages)}", "$error")]
+    asking = spend.asking if model.engine_active and replay is None else []
+    if asking:
+        parts += [" · ", (f"⧗ {len(asking)} asking", "$accent")]
     pending = model.pending
     if pending:
         parts += [" · ", (f"⧗ {len(pending)} pending", "$warning")]
