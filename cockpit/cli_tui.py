@@ -1,4 +1,5 @@
-"""`cockpit attach [SESSION]` and `cockpit replay SESSION [--speed X]`: the Textual cockpit.
+"""`cockpit attach [SESSION]`, `cockpit replay SESSION [--speed X]` and
+`cockpit serve [SESSION] [--port N]`: the Textual cockpit, at a terminal or in a browser.
 
 Registered into `cockpit.cli` by `register_tui(sub)`; also runnable alone as
 `python -m cockpit.cli_tui attach|replay ...` or `python -m cockpit.tui SESSION [--replay]`.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -81,6 +83,39 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The attach app in a browser (textual-serve). Each browser tab runs its own
+    `python -m cockpit.tui attach FOLDER` with Textual's web driver. Bound to loopback only:
+    the page steers the engine and has no login, so reach it through `ssh -L PORT:127.0.0.1:PORT`."""
+    if args.host not in LOOPBACK:
+        raise UsageError(
+            f"--host {args.host}: the cockpit is served on loopback only ({', '.join(LOOPBACK)}); "
+            f"from elsewhere use `ssh -L {args.port}:127.0.0.1:{args.port} HOST`"
+        )
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port {args.port}: must be 1-65535")
+    folder = _find(args.session, getattr(args, "sessions_dir", None))
+    _config()  # a malformed config file is an error here, not in every browser tab
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UsageError("textual-serve is not installed (pip install -e .)") from None
+    command = shlex.join([sys.executable, "-m", "cockpit.tui", "attach", str(folder)])
+    host = "[::1]" if args.host == "::1" else args.host
+    server = Server(
+        command,
+        host=args.host,
+        port=args.port,
+        title=f"Kernel Cockpit · {folder.name}",
+        public_url=f"http://{host}:{args.port}",
+    )
+    server.serve()
+    return 0
+
+
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--sessions-dir", help="where sessions live (default: $COCKPIT_SESSIONS_DIR or ./sessions)"
@@ -101,6 +136,15 @@ def register_tui(sub: argparse._SubParsersAction) -> None:
     _sessions_arg(s)
     s.set_defaults(func=cmd_replay)
 
+    s = sub.add_parser("serve", help="the cockpit in a browser (textual-serve), on 127.0.0.1")
+    s.add_argument("session", nargs="?", help="name or path (default: latest)")
+    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    s.add_argument(
+        "--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)"
+    )
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_serve)
+
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry: `attach|replay ...`, or just `SESSION [--replay] [--speed X]`."""
@@ -108,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cockpit")
     sub = parser.add_subparsers(dest="command", required=True)
     register_tui(sub)
-    if argv and argv[0] not in ("attach", "replay", "-h", "--help"):
+    if argv and argv[0] not in ("attach", "replay", "serve", "-h", "--help"):
         if "--replay" in argv:
             argv = ["replay", *[a for a in argv if a != "--replay"]]
         else:
