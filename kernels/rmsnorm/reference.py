@@ -25,24 +25,26 @@ def make_inputs(shape: dict, seed: int, device: str) -> tuple[torch.Tensor, torc
     offset makes the RMS differ from the standard deviation (a LayerNorm-style kernel fails);
     negative weights catch a kernel that takes |weight| or skips it.
 
-    Determinism: everything comes from one CPU generator in a fixed order; x is generated in
-    blocks of rows (a fixed function of the shape) so a > 2**31-element x never needs a float32
-    copy of the whole tensor.
+    Determinism: everything comes from one generator on `device` in a fixed order (the same seed
+    gives the same tensors on the same kind of device; drawing on the GPU turns the 20-50 s a
+    > 2**31-element input cost on the CPU into milliseconds); x is generated in blocks of rows (a
+    fixed function of the shape) so such an x never needs a float32 copy of the whole tensor.
     """
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    dev = torch.device(device)
+    g = torch.Generator(device=dev).manual_seed(seed)
     rows, cols = shape["rows"], shape["cols"]
     dtype = DTYPES[shape.get("dtype", "float32")]
-    scale = 10.0 ** (torch.rand(rows, 1, generator=g, dtype=torch.float64) * 7 - 4)
-    offset = torch.randn(rows, 1, generator=g, dtype=torch.float64) * 0.5
-    weight = 1 + 0.25 * torch.randn(cols, generator=g)
-    weight = torch.where(torch.rand(cols, generator=g) < 0.1, -weight, weight)
-    x = torch.empty(rows, cols, dtype=dtype)
+    scale = 10.0 ** (torch.rand(rows, 1, generator=g, dtype=torch.float64, device=dev) * 7 - 4)
+    offset = torch.randn(rows, 1, generator=g, dtype=torch.float64, device=dev) * 0.5
+    weight = 1 + 0.25 * torch.randn(cols, generator=g, device=dev)
+    weight = torch.where(torch.rand(cols, generator=g, device=dev) < 0.1, -weight, weight)
+    x = torch.empty(rows, cols, dtype=dtype, device=dev)
     step = max(_CHUNK_ELEMS // max(cols, 1), 1)
     for lo in range(0, rows, step):
         hi = min(rows, lo + step)
-        block = torch.randn(hi - lo, cols, generator=g, dtype=torch.float32)
+        block = torch.randn(hi - lo, cols, generator=g, dtype=torch.float32, device=dev)
         x[lo:hi] = ((block + offset[lo:hi].float()) * scale[lo:hi].float()).to(dtype)
-    return x.to(device), weight.to(dtype).to(device)
+    return x, weight.to(dtype)
 
 
 def reference(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
