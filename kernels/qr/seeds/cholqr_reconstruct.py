@@ -45,7 +45,8 @@ result is used only if it is certified:
     agrees with 2 / ||y_i||^2 to RECON_TOL (they are equal exactly when Q S is a reflector
     product).
 Matrices failing any test (exactly rank-deficient ones fail a Cholesky factorization: a zero
-column gives a zero pivot, or a zero column of Q1 after the shifted step) are gathered by index
+column gives a zero pivot, or a zero column of Q1 after the shifted step; matrices with an
+exactly zero column skip the chain for that reason) are gathered by index
 and factored by a batched blocked Householder QR (compact WY, float32, the algorithm of
 blocked_wy.py), and their results written back by index. Matrices that are already upper
 triangular (every entry below the diagonal exactly zero) are returned as they are with tau = 0
@@ -67,7 +68,7 @@ TUNABLES = {
     "MAX_STEPS": [2, 3, 4],
     "SHIFTED": [True, False],
     "FALLBACK_NB": [16, 32, 64],
-    "CHUNK_ELEMENTS": [2**26, 2**27, 2**28],
+    "CHUNK_ELEMENTS": [2**26, 2**27, 2**28, 2**29],
 }
 LU_NB = 32  # panel width of the LU without pivoting
 GUARD_TOL = 0.5  # max ||Q^T Q - I||_F of the last CholeskyQR step's input (kappa^2 <= 3)
@@ -77,7 +78,7 @@ SHIFTED = True  # retry matrices whose plain chain fails with a shifted first st
 SHIFT_C = 11.0  # shift = SHIFT_C * (2 n^2 + n) * eps64 * ||A D||_F^2 (Fukaya et al. 2020)
 RECON_TOL = 1e-6  # max |tau from pivots - 2 / ||y||^2| / 2 accepted after the reconstruction
 FALLBACK_NB = 32  # panel width of the fallback blocked Householder QR
-CHUNK_ELEMENTS = 2**27  # matrix entries per chunk of the batch (float64 temporaries ~ 1 GiB each)
+CHUNK_ELEMENTS = 2**28  # matrix entries per chunk of the batch (float64 temporaries ~ 2 GiB each)
 WORK_DTYPE = torch.float64
 
 ROUTE_TRIANGULAR = 0  # already upper triangular: H = A, tau = 0
@@ -290,18 +291,22 @@ def _householder(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def _factor_chunk(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor, route: torch.Tensor) -> None:
     """Factor the chunk `a` into the views h, tau; record each matrix's route."""
     tri = (a.tril(-1) == 0).flatten(1).all(dim=1)
-    todo = (~tri).nonzero().squeeze(1)
+    # An exactly zero column makes every Cholesky of the chain fail (zero pivot, or a zero
+    # column of Q after the shifted step): such matrices go straight to the fallback, and so
+    # do non-finite ones.
+    hopeless = (a.abs().amax(dim=1) == 0).any(dim=1) | ~a.isfinite().flatten(1).all(dim=1)
     h.copy_(a)  # triangular matrices: H = A, tau = 0
     tau.zero_()
     route.fill_(ROUTE_TRIANGULAR)
-    if todo.numel() == 0:
-        return
-    sub = a if todo.numel() == a.shape[0] else a.index_select(0, todo)
-    hf, tf, ok = _fast(sub)
-    h.index_copy_(0, todo, hf)
-    tau.index_copy_(0, todo, tf)
-    route.index_fill_(0, todo, ROUTE_CHOLESKY)
-    bad = todo[~ok]
+    todo = (~tri & ~hopeless).nonzero().squeeze(1)
+    bad = (~tri & hopeless).nonzero().squeeze(1)
+    if todo.numel():
+        sub = a if todo.numel() == a.shape[0] else a.index_select(0, todo)
+        hf, tf, ok = _fast(sub)
+        h.index_copy_(0, todo, hf)
+        tau.index_copy_(0, todo, tf)
+        route.index_fill_(0, todo, ROUTE_CHOLESKY)
+        bad = torch.cat([bad, todo[~ok]])
     if bad.numel():
         hb, tb = _householder(a.index_select(0, bad))
         h.index_copy_(0, bad, hb)
