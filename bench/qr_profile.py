@@ -1,0 +1,102 @@
+"""Where a QR seed's time goes on a GPU: kernel census per benchmark spec (torch.profiler).
+
+    python bench/qr_profile.py --seed triton_panel_wy --out $OUT
+
+For each spec: launches per call, GPU busy time vs wall time (the gap is host/launch overhead),
+and the top kernels by total GPU time. Prints a table, writes qr_profile-SEED.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cockpit.harness.task import load_task  # noqa: E402
+
+SPECS = [(20, 32), (40, 176), (40, 352), (640, 512), (60, 1024), (8, 2048), (2, 4096)]
+
+
+def load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(f"seed_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--seed", required=True)
+    p.add_argument("--calls", type=int, default=3)
+    p.add_argument("--top", type=int, default=8)
+    p.add_argument("--out", default="bench/results")
+    args = p.parse_args()
+    task = load_task("qr")
+    ref = load_module(task.reference_path)
+    fn = load_module(task.seeds_dir / f"{args.seed}.py").kernel
+    doc = {"gpu": torch.cuda.get_device_name(0), "seed": args.seed, "specs": []}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for batch, n in SPECS:
+        a = ref.make_inputs({"batch": batch, "n": n, "cond": 2, "family": "dense"}, 5, "cuda")[0]
+        fn(a)
+        fn(a)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+            t0 = time.perf_counter()
+            for _ in range(args.calls):
+                fn(a)
+            torch.cuda.synchronize()
+            wall = (time.perf_counter() - t0) / args.calls * 1e6
+        kernels: dict[str, list[float]] = defaultdict(list)
+        for ev in prof.events():
+            if ev.device_type == torch.autograd.DeviceType.CUDA:
+                kernels[ev.name].append(
+                    ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+                )
+        busy = sum(sum(v) for v in kernels.values()) / args.calls
+        launches = sum(len(v) for v in kernels.values()) / args.calls
+        top = sorted(kernels.items(), key=lambda kv: -sum(kv[1]))[: args.top]
+        row = {
+            "batch": batch,
+            "n": n,
+            "wall_us": wall,
+            "gpu_busy_us": busy,
+            "launches_per_call": launches,
+            "top": [
+                {
+                    "kernel": k[:90],
+                    "per_call_us": sum(v) / args.calls,
+                    "count_per_call": len(v) / args.calls,
+                }
+                for k, v in top
+            ],
+        }
+        doc["specs"].append(row)
+        print(
+            f"({batch},{n}): wall {wall / 1e3:.3f} ms, GPU busy {busy / 1e3:.3f} ms, "
+            f"{launches:.0f} launches/call",
+            flush=True,
+        )
+        for t in row["top"]:
+            print(
+                f"    {t['per_call_us'] / 1e3:9.3f} ms  x{t['count_per_call']:6.0f}  {t['kernel']}",
+                flush=True,
+            )
+        (out / f"qr_profile-{args.seed}.json").write_text(json.dumps(doc, indent=1))
+        del a
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
