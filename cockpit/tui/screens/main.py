@@ -318,7 +318,10 @@ class MainScreen(Screen[None]):
     def action_filter(self) -> None:
         box = self._filter_box()
         box.add_class("-editing")
-        box.focus()
+        # Shown and focused now, not on the next refresh (`focus()` is deferred): keys typed
+        # right after `/` (a paste, tmux send-keys) must land in the box, not on the beam.
+        box.display = True
+        self.set_focus(box)
         self.refresh_bindings()
 
     def set_filter(self, text: str) -> None:
@@ -341,8 +344,10 @@ class MainScreen(Screen[None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
-        self._filter_box().remove_class("-editing")
-        self.query_one(BeamPanel).option_list.focus()
+        box = self._filter_box()
+        box.remove_class("-editing")
+        box.display = False
+        self.set_focus(self.query_one(BeamPanel).option_list)
         self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
