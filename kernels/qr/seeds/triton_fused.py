@@ -32,6 +32,15 @@ import torch
 import triton
 import triton.language as tl
 
+try:  # tl.sum's own combine function: the CPU interpreter reduces it with numpy
+    from triton.language.standard import _sum_combine as _add
+except ImportError:  # pragma: no cover - older or newer Triton
+
+    @triton.jit
+    def _add(a, b):
+        return a + b
+
+
 FAMILY = "fused-small-n"
 TUNABLES = {
     "FUSED_MAX_N": [32, 64, 128],
@@ -46,119 +55,89 @@ REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many 
 CHUNK_ELEMS = 8192  # elements per row chunk when a tall panel is streamed from memory
 ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
 MAX_WARPS = 16
+GPU_TILE = 1024  # tiny matrices share a program on the GPU up to this many elements
+CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
 
-@triton.jit
-def _qr_fused(A, H, TAU, n, k, m, BLOCK: tl.constexpr):
-    """QR of the trailing m x m square at (k, k) of matrix `program_id` (row stride n): read
-    from A, write R / v into H and the taus into TAU[k : k + m]. A may be H."""
-    pid = tl.program_id(0).to(tl.int64)
-    off0 = pid * n * n + k * n + k
-    rows = tl.arange(0, BLOCK)
-    cols = tl.arange(0, BLOCK)
-    r2 = rows[:, None]
-    c2 = cols[None, :]
-    inb = (r2 < m) & (c2 < m)
-    a = tl.load(A + off0 + r2 * n + c2, mask=inb, other=0.0)
-    tauv = tl.zeros([BLOCK], tl.float32)
-    for j in range(0, m):
-        colj = tl.sum(tl.where(c2 == j, a, 0.0), axis=1)
-        alpha = tl.sum(tl.where(rows == j, colj, 0.0), axis=0)
-        x = tl.where(rows > j, colj, 0.0)
-        xnorm = tl.sqrt(tl.sum(x * x, axis=0))
-        tau, denom, diag = _reflector(alpha, xnorm)
-        v = tl.where(rows == j, 1.0, x / denom)
-        w = tl.where(cols > j, tl.sum(a * v[:, None], axis=0), 0.0)
-        a = a - tau * (v[:, None] * w[None, :])
-        newcol = tl.where(rows < j, colj, tl.where(rows == j, diag, v))
-        a = tl.where(c2 == j, newcol[:, None], a)
-        tauv = tl.where(cols == j, tau, tauv)
-    tl.store(H + off0 + r2 * n + c2, a, mask=inb)
-    tl.store(TAU + pid * n + k + cols, tauv, mask=cols < m)
-
-
-@triton.jit
-def _t_column(t, wg, tau, j, cols, NBP: tl.constexpr):
-    """T[:j, j] = -tau * T[:j, :j] @ (V[:, :j]^T v_j); T[j, j] = tau (dlarft, forward)."""
-    g = tl.where(cols < j, wg, 0.0)
-    tg = tl.sum(t * g[None, :], axis=1)  # indexed by T's row
-    ti = tl.arange(0, NBP)
-    tcol = tl.where(ti < j, -tau * tg, tl.where(ti == j, tau, 0.0))
-    return tl.where(cols[None, :] == j, tcol[:, None], t)
-
-
-@triton.jit
-def _reflector(alpha, xnorm):
-    """dlarfg: (tau, 1 / scale divisor, new diagonal) for pivot alpha and ||x|| below it."""
-    hyp = tl.sqrt(alpha * alpha + xnorm * xnorm)
-    beta = tl.where(alpha >= 0, -hyp, hyp)
-    refl = xnorm > 0
-    tau = tl.where(refl, (beta - alpha) / tl.where(refl, beta, 1.0), 0.0)
-    denom = tl.where(refl, alpha - beta, 1.0)
-    diag = tl.where(refl, beta, alpha)
-    return tau, denom, diag
-
-
-@triton.jit
-def _v_block(a, r2, c2, kb):
-    """Unit lower-trapezoidal V from a panel block: below the diagonal a, 1 on it, 0 above."""
-    return tl.where((r2 > c2) & (c2 < kb), a, tl.where((r2 == c2) & (c2 < kb), 1.0, 0.0))
+# The kernels inline the reflector arithmetic instead of calling small @triton.jit helpers: the
+# compiled code is the same, and the CPU interpreter pays ~2 ms per nested call. For the same
+# reason sums are tl.reduce(x, axis, _add), which is what tl.sum(x, axis) expands to.
+#
+# dlarfg for pivot alpha and xx = ||x||^2 (x: the column below the diagonal):
+#   hyp = sqrt(alpha^2 + xx), beta = -sign(alpha) hyp, tau = (beta - alpha) / beta,
+#   v = [1; x / (alpha - beta)], diagonal <- beta; xx == 0: tau = 0, v = e1, diagonal <- alpha.
 
 
 @triton.jit
 def _panel_reg(
-    H, V, Y, TAU, n, m, kb, k, v_bs,
-    MB: tl.constexpr, NBP: tl.constexpr, WANT_Y: tl.constexpr,
+    H, V, T, TAU, batch, n, m, kb, k, v_bs,
+    MPP: tl.constexpr, MB: tl.constexpr, NBP: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0).to(tl.int64)
-    hp = H + pid * n * n + k * n + k
+    """Panel h[:, k:, k:k+kb] of MPP matrices per program, held in registers as one
+    [MPP, MB, NBP] block; writes R and v in place, tau, V and T (dlarft)."""
+    mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
+    mok = (mats < batch)[:, None, None]
     rows = tl.arange(0, MB)
     cols = tl.arange(0, NBP)
-    r2 = rows[:, None]
-    c2 = cols[None, :]
-    inb = (r2 < m) & (c2 < kb)
-    a = tl.load(hp + r2 * n + c2, mask=inb, other=0.0)
-    tauv = tl.zeros([NBP], tl.float32)
-    t = tl.zeros([NBP, NBP], tl.float32)
+    r2 = rows[None, :]  # [1, MB]: row index of per-matrix column vectors
+    c2 = cols[None, :]  # [1, NBP]: column index of per-matrix row vectors
+    r3 = rows[None, :, None]
+    c3 = cols[None, None, :]
+    ti = cols[None, :, None]  # row index of T
+    inb = mok & (r3 < m) & (c3 < kb)
+    hoff = mats[:, None, None] * n * n + (k * n + k) + r3 * n + c3
+    a = tl.load(H + hoff, mask=inb, other=0.0)
+    vshape = (r3 > c3) & (c3 < kb)  # where V takes the stored vectors
+    vdiag = tl.where((r3 == c3) & (c3 < kb), 1.0, 0.0)
+    tauv = tl.zeros([MPP, NBP], tl.float32)
+    t = tl.zeros([MPP, NBP, NBP], tl.float32)  # T[i, c] at [:, i, c]
     for j in range(0, kb):
-        colj = tl.sum(tl.where(c2 == j, a, 0.0), axis=1)
-        alpha = tl.sum(tl.where(rows == j, colj, 0.0), axis=0)
-        x = tl.where(rows > j, colj, 0.0)
-        xnorm = tl.sqrt(tl.sum(x * x, axis=0))
-        tau, denom, diag = _reflector(alpha, xnorm)
-        v = tl.where(rows == j, 1.0, x / denom)
-        if WANT_Y:
-            xm = tl.where(c2 < j, _v_block(a, r2, c2, kb), a)  # V for T's columns, P for w
-        else:
-            xm = a
-        wg = tl.sum(xm * v[:, None], axis=0)
-        w = tl.where(cols > j, wg, 0.0)
-        a = a - tau * (v[:, None] * w[None, :])
-        newcol = tl.where(rows < j, colj, tl.where(rows == j, diag, v))
-        a = tl.where(c2 == j, newcol[:, None], a)
-        tauv = tl.where(cols == j, tau, tauv)
-        if WANT_Y:
-            t = _t_column(t, wg, tau, j, cols, NBP)
-    tl.store(hp + r2 * n + c2, a, mask=inb)
-    tl.store(TAU + pid * n + k + cols, tauv, mask=cols < kb)
-    if WANT_Y:
-        vb = _v_block(a, r2, c2, kb)
-        y = tl.dot(vb, tl.trans(t), input_precision="ieee")
-        off = pid * v_bs + r2 * kb + c2
-        tl.store(V + off, vb, mask=inb)
-        tl.store(Y + off, y, mask=inb)
+        atj = c3 == j
+        atr = r2 == j
+        colj = tl.reduce(tl.where(atj, a, 0.0), 2, _add)  # [MPP, MB]
+        alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
+        x = tl.where(r2 > j, colj, 0.0)
+        xx = tl.reduce(x * x, 1, _add)
+        refl = xx > 0
+        hyp = tl.sqrt(alpha * alpha + xx)
+        beta = tl.where(alpha >= 0, -hyp, hyp)
+        denom = tl.where(refl, alpha - beta, 1.0)
+        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        diag = tl.where(refl, beta, alpha)
+        v = tl.where(atr, 1.0, x / denom[:, None])
+        # One reduction gives v^T P for the trailing columns (w) and V[:, :j]^T v (for T).
+        xm = tl.where(c3 < j, tl.where(vshape, a, vdiag), a)
+        wg = tl.reduce(xm * v[:, :, None], 1, _add)  # [MPP, NBP]
+        w = tl.where(c2 > j, wg, 0.0)
+        a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
+        newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
+        a = tl.where(atj, newcol[:, :, None], a)
+        tauv = tl.where(c2 == j, tau[:, None], tauv)
+        # dlarft: T[:j, j] = -tau T[:j, :j] (V[:, :j]^T v_j), T[j, j] = tau.
+        tg = tl.reduce(t * tl.where(c2 < j, wg, 0.0)[:, None, :], 2, _add)  # [MPP, NBP] T rows
+        tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(c2 == j, tau[:, None], 0.0))
+        t = tl.where(atj, tcol[:, :, None], t)
+    tl.store(H + hoff, a, mask=inb)
+    tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < kb))
+    voff = mats[:, None, None] * v_bs + r3 * kb + c3
+    tl.store(V + voff, tl.where(vshape, a, vdiag), mask=inb)
+    toff = mats[:, None, None] * (kb * kb) + ti * kb + c3
+    tl.store(T + toff, t, mask=mok & (ti < kb) & (c3 < kb))
 
 
 @triton.jit
 def _panel_stream(
-    H, V, Y, TAU, n, m, kb, k, v_bs,
-    RB: tl.constexpr, NBP: tl.constexpr, WANT_Y: tl.constexpr,
+    H, V, T, TAU, n, m, kb, k, v_bs,
+    RB: tl.constexpr, NBP: tl.constexpr,
 ):  # fmt: skip
+    """Tall panel of one matrix per program, streamed in chunks of RB rows: one pass per column
+    applies reflector j and gathers what reflector j + 1 needs."""
     pid = tl.program_id(0).to(tl.int64)
     hp = H + pid * n * n + k * n + k
     rows = tl.arange(0, RB)
     cols = tl.arange(0, NBP)
     c2 = cols[None, :]
+    ti = cols[:, None]
     colok = c2 < kb
     # Statistics of column 0: s = x^T P (rows > 0), arow = P[0, :]; ||x||^2 = s[0].
     s = tl.zeros([NBP], tl.float32)
@@ -167,22 +146,28 @@ def _panel_stream(
         r = r0 + rows
         r2 = r[:, None]
         a = tl.load(hp + r2 * n + c2, mask=(r2 < m) & colok, other=0.0)
-        x = tl.where(r > 0, tl.sum(tl.where(c2 == 0, a, 0.0), axis=1), 0.0)
-        s += tl.sum(a * x[:, None], axis=0)
-        arow += tl.sum(tl.where(r2 == 0, a, 0.0), axis=0)
+        x = tl.where(r > 0, tl.reduce(tl.where(c2 == 0, a, 0.0), 1, _add), 0.0)
+        s += tl.reduce(a * x[:, None], 0, _add)
+        arow += tl.reduce(tl.where(r2 == 0, a, 0.0), 0, _add)
     tauv = tl.zeros([NBP], tl.float32)
     t = tl.zeros([NBP, NBP], tl.float32)
     for j in range(0, kb):
         # Reflector j from the statistics: X = [V | P] (V in the columns < j), s = x^T X,
         # arow = X[j, :], so v^T X = arow + s / (alpha - beta).
-        alpha = tl.sum(tl.where(cols == j, arow, 0.0), axis=0)
-        xnorm = tl.sqrt(tl.maximum(tl.sum(tl.where(cols == j, s, 0.0), axis=0), 0.0))
-        tau, denom, diag = _reflector(alpha, xnorm)
+        alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
+        xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
+        refl = xx > 0
+        hyp = tl.sqrt(alpha * alpha + xx)
+        beta = tl.where(alpha >= 0, -hyp, hyp)
+        denom = tl.where(refl, alpha - beta, 1.0)
+        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        diag = tl.where(refl, beta, alpha)
         wg = arow + s / denom
         w = tl.where(cols > j, wg, 0.0)
         tauv = tl.where(cols == j, tau, tauv)
-        if WANT_Y:
-            t = _t_column(t, wg, tau, j, cols, NBP)
+        tg = tl.reduce(t * tl.where(cols < j, wg, 0.0)[None, :], 1, _add)
+        tcol = tl.where(cols < j, -tau * tg, tl.where(cols == j, tau, 0.0))
+        t = tl.where(c2 == j, tcol[:, None], t)
         # One pass: apply reflector j, store, and gather the statistics of column j + 1.
         jn = j + 1
         s = tl.zeros([NBP], tl.float32)
@@ -192,62 +177,123 @@ def _panel_stream(
             r2 = r[:, None]
             msk = (r2 < m) & colok
             a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
-            colj = tl.sum(tl.where(c2 == j, a, 0.0), axis=1)
+            colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
             v = tl.where(r == j, 1.0, tl.where(r > j, colj / denom, 0.0))
             a = a - tau * (v[:, None] * w[None, :])
-            newcol = tl.where(r < j, colj, tl.where(r == j, diag, v))
+            newcol = tl.where(r > j, v, tl.where(r == j, diag, colj))
             a = tl.where(c2 == j, newcol[:, None], a)
             tl.store(hp + r2 * n + c2, a, mask=msk)
-            xm = tl.where(c2 < jn, _v_block(a, r2, c2, kb), a)
-            x = tl.where(r > jn, tl.sum(tl.where(c2 == jn, a, 0.0), axis=1), 0.0)
-            s += tl.sum(xm * x[:, None], axis=0)
-            arow += tl.sum(tl.where(r2 == jn, xm, 0.0), axis=0)
+            vb = tl.where((r2 > c2) & colok, a, tl.where((r2 == c2) & colok, 1.0, 0.0))
+            xm = tl.where(c2 < jn, vb, a)
+            x = tl.where(r > jn, tl.reduce(tl.where(c2 == jn, a, 0.0), 1, _add), 0.0)
+            s += tl.reduce(xm * x[:, None], 0, _add)
+            arow += tl.reduce(tl.where(r2 == jn, xm, 0.0), 0, _add)
     tl.store(TAU + pid * n + k + cols, tauv, mask=cols < kb)
-    if WANT_Y:
-        tt = tl.trans(t)
-        for r0 in range(0, m, RB):
-            r = r0 + rows
-            r2 = r[:, None]
-            msk = (r2 < m) & colok
-            a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
-            vb = _v_block(a, r2, c2, kb)
-            y = tl.dot(vb, tt, input_precision="ieee")
-            off = pid * v_bs + r2 * kb + c2
-            tl.store(V + off, vb, mask=msk)
-            tl.store(Y + off, y, mask=msk)
+    tl.store(T + pid * (kb * kb) + ti * kb + c2, t, mask=(ti < kb) & colok)
+    for r0 in range(0, m, RB):
+        r = r0 + rows
+        r2 = r[:, None]
+        msk = (r2 < m) & colok
+        a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
+        vb = tl.where((r2 > c2) & colok, a, tl.where((r2 == c2) & colok, 1.0, 0.0))
+        tl.store(V + pid * v_bs + r2 * kb + c2, vb, mask=msk)
 
 
-def _warps(elems: int) -> int:
-    w = triton.next_power_of_2(max(1, elems // (32 * ELEMS_PER_THREAD)))
+def _warps(elems: int, per_thread: int) -> int:
+    w = triton.next_power_of_2(max(1, elems // (32 * per_thread)))
     return max(1, min(MAX_WARPS, w))
 
 
-def _factor_panel(h, tau, v, y, k, kb, want_y):
-    """Factor the panel h[:, k:, k:k+kb] in place; with want_y also V and Y = V T^T into the
-    first (n - k) * kb elements of each matrix's slot of the flat scratch buffers v, y."""
+def _per_program(batch: int, tile: int, on_gpu: bool) -> int:
+    """Matrices per program: 1 on the GPU once a matrix fills GPU_TILE elements; on the CPU
+    (Triton interpreter, where every program costs Python overhead per op) up to CPU_TILE."""
+    budget = GPU_TILE if on_gpu else CPU_TILE
+    return max(1, min(triton.next_power_of_2(batch), budget // tile))
+
+
+def _factor_panel(h, tau, v, t, k, kb):
+    """Factor the panel h[:, k:, k:k+kb] in place; V (unit lower-trapezoidal, (n - k) x kb) and
+    T (kb x kb) of each matrix go to the start of its row of the flat buffers v and t."""
     batch, n, _ = h.shape
     m = n - k
-    nbp = max(16, triton.next_power_of_2(kb))
-    mb = max(16, triton.next_power_of_2(m))
+    nbp = max(2, triton.next_power_of_2(kb))
+    mb = max(2, triton.next_power_of_2(m))
     v_bs = v.shape[1]
     if mb * nbp <= REG_ELEMS:
-        _panel_reg[(batch,)](
-            h, v, y, tau, n, m, kb, k, v_bs, MB=mb, NBP=nbp, WANT_Y=want_y,
-            num_warps=_warps(mb * nbp),
+        mpp = _per_program(batch, mb * nbp, h.is_cuda)
+        grid = (triton.cdiv(batch, mpp),)
+        _panel_reg[grid](
+            h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp,
+            num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
     else:
         rb = max(16, min(mb, CHUNK_ELEMS // nbp))
         _panel_stream[(batch,)](
-            h, v, y, tau, n, m, kb, k, v_bs, RB=rb, NBP=nbp, WANT_Y=want_y,
-            num_warps=_warps(rb * nbp),
+            h, v, t, tau, n, m, kb, k, v_bs, RB=rb, NBP=nbp,
+            num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
+
+
+def _apply_panel(h, v, t, k, kb):
+    """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, k+kb:]: three fp32 bmm."""
+    batch, n, _ = h.shape
+    m = n - k
+    vv = v[:, : m * kb].view(batch, m, kb)
+    tt = t[:, : kb * kb].view(batch, kb, kb)
+    c = h[:, k:, k + kb :]
+    w = torch.bmm(tt.mT, torch.bmm(vv.mT, c))
+    c.baddbmm_(vv, w, alpha=-1.0)
+
+
+@triton.jit
+def _qr_fused(
+    A, H, TAU, batch, n, k, m,
+    MPP: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """QR of the trailing m x m square at (k, k) of MPP matrices per program (row stride n),
+    as one [MPP, BLOCK, BLOCK] register block: read from A, write R / v into H and the taus into
+    TAU[:, k : k + m]. A may be H."""
+    mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
+    mok = (mats < batch)[:, None, None]
+    idx = tl.arange(0, BLOCK)
+    r2 = idx[None, :]  # row index of a per-matrix column vector [MPP, BLOCK]
+    c2 = idx[None, :]  # column index of a per-matrix row vector [MPP, BLOCK]
+    r3 = idx[None, :, None]
+    c3 = idx[None, None, :]
+    inb = mok & (r3 < m) & (c3 < m)
+    off = mats[:, None, None] * n * n + (k * n + k) + r3 * n + c3
+    a = tl.load(A + off, mask=inb, other=0.0)
+    tauv = tl.zeros([MPP, BLOCK], tl.float32)
+    for j in range(0, m):
+        atj = c3 == j
+        atr = r2 == j
+        colj = tl.reduce(tl.where(atj, a, 0.0), 2, _add)  # [MPP, BLOCK] over rows
+        alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
+        x = tl.where(r2 > j, colj, 0.0)
+        xx = tl.reduce(x * x, 1, _add)
+        refl = xx > 0
+        hyp = tl.sqrt(alpha * alpha + xx)
+        beta = tl.where(alpha >= 0, -hyp, hyp)
+        denom = tl.where(refl, alpha - beta, 1.0)
+        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        diag = tl.where(refl, beta, alpha)
+        v = tl.where(atr, 1.0, x / denom[:, None])
+        w = tl.where(c2 > j, tl.reduce(a * v[:, :, None], 1, _add), 0.0)  # v^T A, trailing columns
+        a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
+        newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
+        a = tl.where(atj, newcol[:, :, None], a)
+        tauv = tl.where(c2 == j, tau[:, None], tauv)
+    tl.store(H + off, a, mask=inb)
+    tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < m))
 
 
 def _fused(src, h, tau, k, m):
     batch, n, _ = h.shape
-    block = max(4, triton.next_power_of_2(m))
-    w = triton.next_power_of_2(max(1, block * block // (32 * FUSED_ELEMS_PER_THREAD)))
-    _qr_fused[(batch,)](src, h, tau, n, k, m, BLOCK=block, num_warps=max(1, min(MAX_WARPS, w)))
+    block = max(2, triton.next_power_of_2(m))
+    mpp = _per_program(batch, block * block, h.is_cuda)
+    warps = _warps(mpp * block * block, FUSED_ELEMS_PER_THREAD)
+    grid = (triton.cdiv(batch, mpp),)
+    _qr_fused[grid](src, h, tau, batch, n, k, m, MPP=mpp, BLOCK=block, num_warps=warps)
 
 
 def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -263,17 +309,13 @@ def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     h = a.clone() if a is A else a
     nb = max(1, min(NB, n))
     v = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
-    y = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
+    t = torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device)
     k = 0
     while n - k > FUSED_MAX_N:
         kb = min(nb, n - k)
-        m = n - k
-        _factor_panel(h, tau, v, y, k, kb, True)
-        vv = v[:, : m * kb].view(batch, m, kb)
-        yy = y[:, : m * kb].view(batch, m, kb)
-        c = h[:, k:, k + kb :]
-        w = torch.bmm(vv.mT, c)
-        c.baddbmm_(yy, w, alpha=-1.0)
+        _factor_panel(h, tau, v, t, k, kb)
+        if k + kb < n:
+            _apply_panel(h, v, t, k, kb)
         k += kb
     if k < n:
         _fused(h, h, tau, k, n - k)
