@@ -334,15 +334,12 @@ def cmd_send(args: argparse.Namespace) -> int:
             raise UsageError(f"{kind} takes no positional argument")
         a.setdefault(key, " ".join(args.text))
     required = {"fork": ["candidate"], "redirect": ["branch", "instruction"], "retire": ["branch"],
-                "set_model": ["model"], "set_budget": ["budget"]}.get(kind, [])
+                "set_model": ["model"]}.get(kind, [])
     missing = [r for r in required if r not in a]
     if missing:
         raise UsageError(f"{kind} needs --{missing[0]}")
     if kind == "set_budget":
-        try:
-            a["budget"] = int(a["budget"])
-        except ValueError:
-            raise UsageError(f"set-budget: {a['budget']!r} is not a number") from None
+        a = _budget_args(a)
     with SessionRecord.open(folder) as rec:
         cid = rec.post_command(kind, a, source=args.source)
     if not args.wait:
@@ -358,6 +355,31 @@ def cmd_send(args: argparse.Namespace) -> int:
         time.sleep(0.1)
     sys.stderr.write(f"cockpit: command {cid} not acknowledged within {args.timeout:.0f} s (is the engine running?)\n")
     return 1
+
+
+def _budget_args(a: dict[str, Any]) -> dict[str, Any]:
+    """set-budget: evaluations (a whole number), --usd (dollars) and --tokens (a whole number);
+    `none` lifts an LLM cap. At least one of them."""
+    if not a:
+        raise UsageError("set-budget needs a budget (evaluations), --usd or --tokens")
+    out: dict[str, Any] = {}
+    for key, cast, what in (("budget", int, "a whole number of evaluations"), ("usd", float, "an amount in USD"),
+                            ("tokens", int, "a whole number of tokens")):
+        if key not in a:
+            continue
+        text = str(a[key]).strip().replace("_", "").replace(",", "")
+        if key != "budget" and text.lower() in ("none", "off"):
+            out[key] = None
+            continue
+        try:
+            value = cast(text.lstrip("$") if key == "usd" else text)
+        except ValueError:
+            flag = "" if key == "budget" else f"--{key} "
+            raise UsageError(f"set-budget: {flag}{a[key]!r} is not {what}") from None
+        if value < 0 or value != value or value == float("inf"):
+            raise UsageError(f"set-budget: {key} must be a finite number >= 0, not {a[key]!r}")
+        out[key] = value
+    return out
 
 
 class _Intermixed:
@@ -445,7 +467,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--mode", choices=["steer", "queue"])
     s.add_argument("--model")
     s.add_argument("--reason")
-    s.add_argument("--budget")
+    s.add_argument("--budget", help="set-budget: evaluations in total")
+    s.add_argument("--usd", help="set-budget: LLM spending cap in USD for the session (none = no cap)")
+    s.add_argument("--tokens", help="set-budget: LLM token cap for the session (none = no cap)")
     s.add_argument("--source", default="cli", help="who sent it (shown in the record)")
     s.add_argument("--wait", action="store_true", help="wait for the engine's acknowledgement")
     s.add_argument("--timeout", type=float, default=120)

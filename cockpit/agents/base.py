@@ -1,12 +1,14 @@
 """The small interface every proposer implements (the offline tuner now, the LLM agent next).
 
 The engine hands a proposer everything it may use in one `ProposalRequest` and gets back one
-`Proposal` (a whole candidate file). A proposer never touches the session record or the harness:
+`Proposal` (a whole candidate file, plus its `alternatives` for best-of-n). `propose` runs on a
+thread of its own, so the engine keeps applying commands while a model call is in flight. A proposer never touches the session record or the harness:
 it is a pure function of what it is told, which keeps it swappable and testable.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,6 +20,15 @@ class ProposalError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.exhausted = exhausted  # nothing left to try from this parent: treat as a plateau
+
+
+class ProposalCancelled(ProposalError):
+    """The engine cancelled the request (`ProposalRequest.cancel` was set) while it was being
+    worked on: whatever came back is discarded. `usage` says what the calls made so far cost."""
+
+    def __init__(self, reason: str = "cancelled", *, usage: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.usage = usage or {}
 
 
 @dataclass
@@ -44,6 +55,12 @@ class ProposalRequest:
     model: str | None = None
     escalation: str | None = None  # "family" | "model" | "prompt" when the branch plateaued
     seed: int = 0
+    # set by the engine to interrupt the work (pause, retire, stop, redirect while in flight); a
+    # proposer checks it between calls, retries and stream chunks and raises ProposalCancelled
+    cancel: threading.Event | None = field(default=None, compare=False, repr=False)
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 @dataclass
@@ -53,6 +70,10 @@ class Proposal:
     note: str = ""
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cost_usd (LLM proposers)
+    source_hash: str | None = None  # beam.source_hash(source), when the proposer computed it already
+    # best-of-n: the other usable choices of the same step, each verified and timed as a candidate
+    # of its own; the step's usage is carried by this (the first) proposal only
+    alternatives: list[Proposal] = field(default_factory=list)
 
 
 class Proposer(Protocol):

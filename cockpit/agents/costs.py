@@ -65,6 +65,11 @@ class Ledger:
     def with_caps(cls, usd: float | None = None, tokens: int | None = None) -> Ledger:
         return cls(caps=Caps(usd, tokens))
 
+    def set_caps(self, usd: float | None = None, tokens: int | None = None) -> None:
+        """The session-wide caps (`set-budget --usd/--tokens`); None removes a cap."""
+        with self._lock:
+            self.caps = Caps(usd, tokens)
+
     def set_branch_cap(self, branch: str, usd: float | None = None, tokens: int | None = None) -> None:
         with self._lock:
             self.branch_caps[branch] = Caps(usd, tokens)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit.agents.base import Proposal, ProposalError, ProposalRequest
+from cockpit.agents.base import Proposal, ProposalCancelled, ProposalError, ProposalRequest
 from cockpit.agents.costs import BudgetExceeded, Ledger
 from cockpit.agents.keys import has_key, provider_of, scrub
 from cockpit.agents.profiles import LLM_FIELDS, LLMSettings, Profile, ProfileError, load_profile
@@ -70,11 +70,15 @@ class _Step:
     """What one `propose` spent and met, for Proposal.usage."""
 
     branch: str
+    cancel: threading.Event | None = None  # the request's: checked between attempts and chunks
     calls: list[dict[str, Any]] = field(default_factory=list)
     attempts: int = 0
     provider_errors: list[str] = field(default_factory=list)
     reply_errors: list[str] = field(default_factory=list)
     repaired: bool = False
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def usage(self, ledger: Ledger) -> dict[str, Any]:
         prompt = sum(c["prompt_tokens"] for c in self.calls)
@@ -170,7 +174,6 @@ class LLMProposer:
         self.ledger = ledger or Ledger.with_caps(self.settings.budget_usd, self.settings.budget_tokens)
         self.transcript = transcript
         self.sleep = sleep
-        self.spares: dict[str, list[str]] = {}  # best-of-n: parseable choices not returned, per branch
         self._lock = threading.Lock()
         self._advisor = advisor
         if advisor is None and self.settings.advisor:  # checked now, not on the first plateau
@@ -189,7 +192,7 @@ class LLMProposer:
             adv = self._advisor
             settings, system, model = _env_settings(adv.settings()), adv.prompt, adv.settings().model
         chain = [model, *[m for m in settings.fallbacks if m != model]]
-        step = _Step(request.branch)
+        step = _Step(request.branch, cancel=request.cancel)
         try:
             messages = build_messages(request, settings, system)
         except Exception as exc:  # noqa: BLE001 - e.g. a task folder that no longer loads
@@ -212,24 +215,25 @@ class LLMProposer:
                 step: _Step) -> Proposal:
         res = self._complete(chain, messages, s, step)
         try:
-            parsed = self._parse(res.texts[0], req, s)
+            parsed, h = self._parse(res.texts[0], req, s)
         except ReplyError as first:
             step.reply_errors.append(first.line())
             step.repaired = True
             retry_chain = [res.model, *[m for m in chain if m != res.model]]
             res = self._complete(retry_chain, repair_messages(messages, res.texts[0], first), s, step, kind="repair")
             try:
-                parsed = self._parse(res.texts[0], req, s)
+                parsed, h = self._parse(res.texts[0], req, s)
             except ReplyError as second:
                 step.reply_errors.append(second.line())
                 raise LLMProposalError(f"no usable code: {first.line()}; after one repair: {second.line()}",
                                        usage=step.usage(self.ledger)) from None
-        return self._proposal(req, parsed, res.model, step)
+        return self._proposal(req, parsed, res.model, h, step)
 
     def _best_of_n(self, req: ProposalRequest, s: LLMSettings, chain: list[str], messages: list[dict[str, Any]],
                    step: _Step) -> Proposal:
-        """n choices, the first parseable returned. The engine verifies one candidate per step for
-        now, so the other parseable ones wait in `self.spares[branch]` (not verified yet)."""
+        """n choices (one call with `n` where the provider supports it, else n calls). Every usable,
+        distinct choice becomes a candidate: the first is returned, the others as its
+        `alternatives`; the engine verifies and times them all and keeps the best."""
         replies: list[tuple[str, str]] = []
         if self._supports_n(chain[0]):
             res = self._complete(chain, messages, s, step, n=s.n)
@@ -238,40 +242,50 @@ class LLMProposer:
             for _ in range(s.n):
                 res = self._complete(chain, messages, s, step)
                 replies.append((res.texts[0], res.model))
-        good: list[tuple[ParsedReply, str]] = []
+        good: list[tuple[ParsedReply, str, str]] = []
         for text, model in replies:
             try:
-                good.append((self._parse(text, req, s), model))
+                parsed, h = self._parse(text, req, s)
             except ReplyError as exc:
                 step.reply_errors.append(exc.line())
+                continue
+            if any(h == g[2] for g in good):
+                step.reply_errors.append("duplicate: the same code as another choice of this step")
+                continue
+            good.append((parsed, model, h))
         if not good:
             raise LLMProposalError(f"none of {len(replies)} choices had usable code: " + "; ".join(step.reply_errors[:3]),
                                    usage=step.usage(self.ledger))
-        self.spares[req.branch] = [p.source for p, _ in good[1:]]
-        prop = self._proposal(req, good[0][0], good[0][1], step)
-        prop.usage["choices"], prop.usage["parseable"] = len(replies), len(good)
-        return prop
+        props = [self._proposal(req, p, m, h, step, usage=k == 0) for k, (p, m, h) in enumerate(good)]
+        for k, prop in enumerate(props, start=1):
+            prop.note = f"choice {k}/{len(replies)}: {prop.note}"[:400]
+        first = props[0]
+        first.alternatives = props[1:]
+        first.usage["choices"], first.usage["parseable"] = len(replies), len(good)
+        return first
 
     @staticmethod
-    def _parse(text: str, req: ProposalRequest, s: LLMSettings) -> ParsedReply:
-        """The reply's file; the same code as a candidate already evaluated counts as unusable
-        (it would be recorded as a duplicate and never run), so it gets the repair prompt too."""
+    def _parse(text: str, req: ProposalRequest, s: LLMSettings) -> tuple[ParsedReply, str]:
+        """The reply's file and its source hash; the same code as a candidate already evaluated
+        counts as unusable (it would be recorded as a duplicate and never run), so it gets the
+        repair prompt too. The hash goes along with the proposal (the engine needs it too)."""
+        from cockpit.engine.beam import source_hash
+
         parsed = parse_reply(text, req.parent_source, max_chars=s.max_reply_chars)
-        if req.tried_hashes:
-            from cockpit.engine.beam import source_hash
+        h = source_hash(parsed.source)
+        if h in req.tried_hashes:
+            raise ReplyError("duplicate", "the code is the same as a candidate already evaluated "
+                                          "(comments and formatting aside)")
+        return parsed, h
 
-            if source_hash(parsed.source) in req.tried_hashes:
-                raise ReplyError("duplicate", "the code is the same as a candidate already evaluated "
-                                              "(comments and formatting aside)")
-        return parsed
-
-    def _proposal(self, req: ProposalRequest, parsed: ParsedReply, model: str, step: _Step) -> Proposal:
+    def _proposal(self, req: ProposalRequest, parsed: ParsedReply, model: str, h: str, step: _Step,
+                  usage: bool = True) -> Proposal:
         family = req.family
         if req.escalation == "family":
             family = declared_family(parsed.source) or family
         note = parsed.form + (" (repaired)" if step.repaired else "") + (f": {parsed.note}" if parsed.note else "")
         return Proposal(source=parsed.source, family=family, note=str(scrub(note))[:400], model=model,
-                        usage=step.usage(self.ledger))
+                        usage=step.usage(self.ledger) if usage else {}, source_hash=h)
 
     # --- calls, retries, fallbacks --------------------------------------------------------------
     def _complete(self, chain: list[str], messages: list[dict[str, Any]], s: LLMSettings, step: _Step,
@@ -280,10 +294,13 @@ class LLMProposer:
         last = ""
         for model in chain:
             for attempt in range(s.retries + 1):
+                self._check_cancel(step)
                 self.ledger.check(step.branch)
                 step.attempts += 1
                 try:
                     res = self._call_once(lit, model, messages, s, step, n)
+                except ProposalCancelled:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - classified below, never fatal
                     last = _describe(exc, model)
                     step.provider_errors.append(last)
@@ -291,15 +308,51 @@ class LLMProposer:
                     if not _retryable(lit, exc):
                         break  # a bad request or a bad key: retrying the same model won't help
                     if attempt < s.retries:
-                        self.sleep(_backoff(exc, s.backoff_s, attempt))
+                        self._pause(step, _backoff(exc, s.backoff_s, attempt))
                     continue
                 finally:
                     quiet_litellm(lit)
                 self._log(step, model, kind, messages, reply=res.texts, usage=step.calls[-1])
+                self._check_cancel(step)  # a reply that came after the cancel is not used
                 return res
         tried = ", ".join(chain)
         raise LLMProposalError(f"provider error ({tried}; {step.attempts} attempts): {last}",
                                usage=step.usage(self.ledger), pause="branch")
+
+    def _check_cancel(self, step: _Step) -> None:
+        if step.cancelled():
+            raise ProposalCancelled("cancelled by the engine", usage=step.usage(self.ledger))
+
+    def _pause(self, step: _Step, seconds: float) -> None:
+        """Back-off that a cancel cuts short."""
+        if step.cancel is None:
+            self.sleep(seconds)
+        elif step.cancel.wait(seconds):
+            self._check_cancel(step)
+
+    def _record_call(self, lit: Any, step: _Step, model: str, messages: list[dict[str, Any]], resp: Any,
+                     texts: list[str]) -> None:
+        prompt_t, completion_t = _tokens(lit, resp, model, messages, texts)
+        cost = _cost(lit, model, prompt_t, completion_t)
+        self.ledger.record(step.branch, model, prompt_t, completion_t, cost)
+        step.calls.append({"branch": step.branch, "model": model, "prompt_tokens": prompt_t,
+                           "completion_tokens": completion_t, "cost_usd": None if cost is None else round(cost, 10)})
+
+    def _read_stream(self, lit: Any, stream: Any, step: _Step, model: str, messages: list[dict[str, Any]]) -> list[Any]:
+        """The stream's chunks; a cancel between chunks closes it and raises ProposalCancelled,
+        after recording what the partial reply cost (counted, as the provider bills it)."""
+        chunks = []
+        for chunk in stream:
+            chunks.append(chunk)
+            if step.cancelled():
+                with contextlib.suppress(Exception):
+                    inner = getattr(stream, "completion_stream", None)
+                    (getattr(inner, "close", None) or getattr(stream, "close", lambda: None))()
+                partial = "".join((getattr(getattr(c.choices[0], "delta", None), "content", None) or "")
+                                  for c in chunks if getattr(c, "choices", None))
+                self._record_call(lit, step, model, messages, None, [partial])
+                self._check_cancel(step)
+        return chunks
 
     def _call_once(self, lit: Any, model: str, messages: list[dict[str, Any]], s: LLMSettings, step: _Step,
                    n: int) -> CallResult:
@@ -320,7 +373,7 @@ class LLMProposer:
             kw["stream"] = True
             if provider_of(model) not in ("anthropic",):
                 kw["stream_options"] = {"include_usage": True}
-            chunks = list(lit.completion(**kw))
+            chunks = self._read_stream(lit, lit.completion(**kw), step, model, messages)
             if not chunks:
                 raise _DroppedStream("the stream ended before any chunk")
             resp = lit.stream_chunk_builder(chunks, messages=messages)
@@ -329,11 +382,7 @@ class LLMProposer:
         else:
             resp = lit.completion(**kw)
         texts = [(c.message.content or "") if c.message else "" for c in resp.choices]
-        prompt_t, completion_t = _tokens(lit, resp, model, messages, texts)
-        cost = _cost(lit, model, prompt_t, completion_t)
-        self.ledger.record(step.branch, model, prompt_t, completion_t, cost)
-        step.calls.append({"branch": step.branch, "model": model, "prompt_tokens": prompt_t,
-                           "completion_tokens": completion_t, "cost_usd": None if cost is None else round(cost, 10)})
+        self._record_call(lit, step, model, messages, resp, texts)
         return CallResult(texts or [""], str(resp.choices[0].finish_reason or "") if resp.choices else "", model)
 
     def _supports_n(self, model: str) -> bool:

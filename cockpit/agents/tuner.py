@@ -74,7 +74,9 @@ class Tuner:
             if value == current.get(name):
                 continue
             child = set_tunable(request.parent_source, name, value)
-            if source_hash(child) in request.tried_hashes:
+            h = source_hash(child)
+            if h in request.tried_hashes:
                 continue
-            return Proposal(source=child, family=request.family, note=f"{name}: {current.get(name)!r} -> {value!r}")
+            return Proposal(source=child, family=request.family, note=f"{name}: {current.get(name)!r} -> {value!r}",
+                            source_hash=h)
         raise ProposalError("every one-step change of the best candidate has been tried", exhausted=True)

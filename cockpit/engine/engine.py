@@ -5,15 +5,27 @@ TUI read the record or the callback after the write). The engine holds the sessi
 commands from the queue between steps and acknowledges each, and can be SIGKILLed at any moment:
 on resume it rebuilds its state from the record and the git repository and loses at most the
 evaluation that was in flight.
+
+One thread owns the record and the beam. Proposals run on threads of their own (one per branch
+step; an LLM call takes seconds to minutes), so commands are applied and acknowledged while a
+call is in flight and the next proposals are prepared while candidates are evaluated. A branch
+has at most one step in the pipeline at a time: proposing, ready (recorded, waiting for a worker)
+or evaluating. Interrupting a branch (pause, retire, stop, redirect) while its proposal is in
+flight cancels it cooperatively: the request's cancel event is set, `proposal_cancelled` is
+recorded at once, and whatever the thread returns later is discarded (`proposal_discarded`,
+with its usage, so costs still count).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -29,6 +41,66 @@ from cockpit.store import SessionRecord, events
 from cockpit.store.sessions import REPO_DIR
 
 Printer = Callable[[str, dict[str, Any]], None]
+# Fault injection for the crash tests: `COCKPIT_TEST_SIGKILL_AT=command_applied:fork` makes the
+# engine SIGKILL itself right after applying a fork command and before acknowledging it.
+FAULT_ENV = "COCKPIT_TEST_SIGKILL_AT"
+
+
+def _fault(point: str, detail: str = "") -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if spec and spec in (point, f"{point}:{detail}"):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _spawn(fn: Callable[..., Any], *args: Any, name: str = "propose") -> Future:
+    """Run `fn` on a daemon thread; its Future. Daemon: an abandoned call (cancelled, its HTTP
+    request still waiting for the provider) must not keep a stopping engine alive."""
+    fut: Future = Future()
+
+    def run() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the engine's thread
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return fut
+
+
+@dataclass
+class Job:
+    """A branch's proposal in flight, from its proposal_requested to its outcome."""
+
+    branch: str
+    request_event: int
+    request: ProposalRequest
+    cancel: threading.Event
+    future: Future
+    queued: list[str]  # the queued instructions it carries (given back if it is cancelled)
+    escalation: str | None
+    reason: str = ""  # why it was cancelled
+
+
+@dataclass
+class Ready:
+    """A recorded candidate waiting for a worker slot."""
+
+    cid: str
+    branch: str
+    proposal: Proposal
+    parent_id: str | None
+    group: int | None = None
+
+
+@dataclass
+class Group:
+    """A best-of-n step: its candidates are evaluated one by one, then the best is kept."""
+
+    branch: str
+    pending: set[str]
+    done: list[tuple[str, Proposal, dict[str, Any]]] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +129,13 @@ class BranchState:
     escalation: str | None = None  # for the next proposal only: "model" | "family" | "prompt"
     escalations_done: set[str] = field(default_factory=set)
     retry_at: float | None = None  # paused by a provider outage: resume automatically at this time
+
+
+class _NoCandidate:
+    commit_sha = None
+
+
+_NO = _NoCandidate()
 
 
 def read_family(source: str, default: str) -> str:
@@ -104,16 +183,49 @@ class Engine:
         self.paused = False
         self.stopping = False
         self.pool = pool
-        self.inflight: dict[Future, tuple[str, str, Proposal | None, str]] = {}
+        self.inflight: dict[Future, tuple[str, str, Proposal | None, str, int | None]] = {}  # evaluations
+        self.proposing: dict[str, Job] = {}  # branch -> its proposal in flight
+        self.abandoned: dict[Future, Job] = {}  # cancelled proposals whose threads are still running
+        self.ready: list[Ready] = []  # recorded candidates waiting for a worker slot, oldest first
+        self.groups: dict[int, Group] = {}  # best-of-n steps being evaluated, by request event id
+        self.paused_by_cap = False  # the session was paused by an LLM budget cap (set-budget lifts it)
         self._ids = itertools.count(1)
         self._rr = 0
+        self._deferred: list[tuple[str, dict[str, Any]]] | None = None  # prints held until commit
 
     # --- set-up and resume ----------------------------------------------------------------------
     def _emit(self, kind: str, payload: dict[str, Any] | None = None, branch: str | None = None,
               candidate: str | None = None) -> int:
         eid = self.record.append(kind, payload or {}, branch=branch, candidate=candidate)
-        self.print(kind, {**(payload or {}), "branch": branch, "candidate": candidate})
+        info = {**(payload or {}), "branch": branch, "candidate": candidate}
+        if self._deferred is not None:
+            self._deferred.append((kind, info))  # shown once the transaction has committed
+        else:
+            self.print(kind, info)
         return eid
+
+    @contextlib.contextmanager
+    def _tx(self):
+        """One record transaction; what it emits is printed only after it commits."""
+        outer = self._deferred is None
+        if outer:
+            self._deferred = []
+        try:
+            with self.record.transaction():
+                yield
+        except BaseException:
+            if outer:
+                self._deferred = None
+            raise
+        if outer:
+            held, self._deferred = self._deferred, None
+            for kind, info in held:
+                self.print(kind, info)
+
+    @property
+    def ledger(self) -> Any:
+        """The LLM proposer's cost ledger (None for the tuner)."""
+        return getattr(self.proposer, "ledger", None)
 
     def start(self) -> None:
         meta = self.record.meta()  # read before session_started records the state as running
@@ -124,12 +236,32 @@ class Engine:
             self.budget = int(meta["budget"])
         if resumed:
             self._restore()
+            self._restore_costs(meta)
             if meta.get("state") == "paused":  # the engine died while paused: stay paused
                 self.paused = True
                 self._emit(events.SESSION_STATE, {"state": "paused", "reason": "paused when the engine stopped"})
         else:
-            self._emit(events.BUDGET_CHANGED, {"budget": self.budget, "previous": None})
+            caps = {}
+            if self.ledger is not None:
+                caps = {"usd": self.ledger.caps.usd, "tokens": self.ledger.caps.tokens}
+            self._emit(events.BUDGET_CHANGED, {"budget": self.budget, "previous": None, **caps})
             self._create_initial_beam()
+
+    def _restore_costs(self, meta: dict[str, Any]) -> None:
+        """The LLM ledger from the record: every call's cost is in the usage of the event that
+        ended its proposal (`calls_detail`), so budget caps hold across engine restarts. Caps
+        changed by `set-budget` override the profile's."""
+        if self.ledger is None:
+            return
+        calls: list[dict[str, Any]] = []
+        for e in self.record.events(kinds=[events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED,
+                                           events.PROPOSAL_DISCARDED]):
+            detail = (e.payload.get("usage") or {}).get("calls_detail") or []
+            calls += [c for c in detail if isinstance(c, dict)]
+        self.ledger.restore(calls)
+        if "budget_usd" in meta or "budget_tokens" in meta:
+            caps = self.ledger.caps
+            self.ledger.set_caps(usd=meta.get("budget_usd", caps.usd), tokens=meta.get("budget_tokens", caps.tokens))
 
     def _new_candidate_id(self) -> str:
         while True:
@@ -165,8 +297,10 @@ class Engine:
                                              families_tried={seed.family}, pending_seed=first)
 
     def _restore(self) -> None:
-        """Rebuild the beam from the record: branches, bests, counters, steer instructions."""
+        """Rebuild the beam from the record: branches, bests, counters, steer instructions,
+        candidates waiting for a worker; close requests the dead engine left without an outcome."""
         cands = self.record.candidates()
+        requeue = []
         for c in cands:
             if c.summary.get("source_hash"):
                 self.seen_hashes.setdefault(c.summary["source_hash"], c.id)
@@ -181,10 +315,14 @@ class Engine:
                     self.record.append(events.CANDIDATE_COMMITTED, {"commit_sha": tip[0].sha}, branch=c.branch, candidate=c.id)
                 else:
                     self._commit(c.id, c.branch, self._source_of(c.id) or "", self._result_of(c.id), c.parent, c.family, c.model)
-            # reported once, not again on every later resume
+            # reported once, not again on every later resume; a candidate only proposed (waiting
+            # for a worker when the engine died) is evaluated now, below
             if c.status in ("proposed", "evaluating") and not self.record.events(kinds=[events.ERROR], candidate=c.id):
-                self._emit(events.ERROR, {"message": f"{c.id}: evaluation lost when the engine stopped; not retried",
-                                          "where": "resume"}, branch=c.branch, candidate=c.id)
+                if c.status == "evaluating":
+                    self._emit(events.ERROR, {"message": f"{c.id}: evaluation lost when the engine stopped; not "
+                                              "retried", "where": "resume"}, branch=c.branch, candidate=c.id)
+                else:
+                    requeue.append(c)
         by_branch: dict[str, list] = {}
         for c in cands:
             by_branch.setdefault(c.branch, []).append(c)
@@ -229,6 +367,32 @@ class Engine:
         for cmd in self.record.commands(state="acked"):
             if cmd.kind == "redirect" and cmd.args.get("mode", "steer") == "steer" and cmd.args.get("branch") in self.branches:
                 self.branches[cmd.args["branch"]].steer.append(cmd.args.get("instruction", ""))
+        for rid, bid in self._open_requests():
+            self._emit(events.PROPOSAL_CANCELLED, {"reason": "the engine stopped during the call", "request": rid,
+                                                   "model": None}, branch=bid)
+        for c in requeue:
+            b = self.branches.get(c.branch or "")
+            source = self._source_of(c.id)
+            if b is None or b.state == "retired" or source is None:
+                continue
+            evs = self.record.events(kinds=[events.CANDIDATE_PROPOSED], candidate=c.id)
+            note = evs[-1].payload.get("note", "") if evs else ""
+            self.ready.append(Ready(c.id, b.id, Proposal(source=source, family=c.family or b.family, note=note,
+                                                         model=c.model), c.parent))
+
+    def _open_requests(self) -> list[tuple[int, str | None]]:
+        """proposal_requested events without an outcome (the engine died during the call). A
+        branch has one request open at most; an outcome without a `request` field (older
+        records) closes the branch's open one."""
+        kinds = [events.PROPOSAL_REQUESTED, events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED,
+                 events.PROPOSAL_CANCELLED]
+        open_: dict[str | None, int] = {}
+        for e in self.record.events(kinds=kinds):
+            if e.kind == events.PROPOSAL_REQUESTED:
+                open_[e.branch] = e.id
+            elif e.branch in open_ and e.payload.get("request", open_[e.branch]) == open_[e.branch]:
+                del open_[e.branch]
+        return [(rid, bid) for bid, rid in open_.items()]
 
     def _result_of(self, cid: str) -> dict[str, Any] | None:
         evs = self.record.events(kinds=[events.EVALUATION_FINISHED], candidate=cid)
@@ -243,15 +407,36 @@ class Engine:
 
     # --- commands -------------------------------------------------------------------------------
     def apply_commands(self) -> None:
+        """Apply and acknowledge each pending command in one transaction: its receipt, the events
+        it causes and its ack commit together. An engine killed in the middle leaves the command
+        pending and none of its effects recorded, so the next engine applies it exactly once."""
         for cmd in self.record.pending_commands():
-            self._emit(events.COMMAND_RECEIVED, {"command_id": cmd.id, "kind": cmd.kind, "args": cmd.args,
-                                                 "source": cmd.source})
-            try:
-                ok, msg = self._apply(cmd.kind, dict(cmd.args))
-            except Exception as exc:  # noqa: BLE001 - a bad command is refused, never fatal
-                ok, msg = False, f"{type(exc).__name__}: {exc}"
-            self.record.ack_command(cmd.id, ok, msg)
+            with self._tx():
+                self._emit(events.COMMAND_RECEIVED, {"command_id": cmd.id, "kind": cmd.kind, "args": cmd.args,
+                                                     "source": cmd.source})
+                try:
+                    ok, msg = self._apply(cmd.kind, dict(cmd.args))
+                except Exception as exc:  # noqa: BLE001 - a bad command is refused, never fatal
+                    ok, msg = False, f"{type(exc).__name__}: {exc}"
+                _fault("command_applied", cmd.kind)
+                self.record.ack_command(cmd.id, ok, msg)
             self.print(events.COMMAND_ACKED, {"command_id": cmd.id, "kind": cmd.kind, "ok": ok, "message": msg})
+
+    def _cancel(self, b: BranchState, reason: str) -> bool:
+        """Cancel the branch's proposal in flight, if any: recorded now, its reply discarded when it
+        comes. The instructions and escalation it carried go back to the branch for the next one."""
+        job = self.proposing.pop(b.id, None)
+        if job is None:
+            return False
+        job.cancel.set()
+        job.reason = reason
+        self.abandoned[job.future] = job
+        b.queued[:0] = job.queued
+        if b.escalation is None:
+            b.escalation = job.escalation
+        self._emit(events.PROPOSAL_CANCELLED, {"reason": reason, "model": job.request.model,
+                                               "request": job.request_event}, branch=b.id)
+        return True
 
     def _branch(self, args: dict[str, Any]) -> BranchState:
         bid = args.get("branch")
@@ -267,17 +452,23 @@ class Engine:
                 if b.state == "retired":
                     return False, f"{b.id} is retired"
                 b.state, b.retry_at = target, None
+                cancelled = kind == "pause" and self._cancel(b, "branch paused by command")
                 self._emit(events.BRANCH_STATE, {"state": target, "reason": "by command"}, branch=b.id)
-                return True, f"{b.id} {target}"
+                return True, f"{b.id} {target}" + (" (its proposal in flight was cancelled)" if cancelled else "")
             self.paused = kind == "pause"
+            self.paused_by_cap = False
+            n = sum(self._cancel(b, "session paused by command") for b in list(self.branches.values())) if self.paused else 0
             self._emit(events.SESSION_STATE, {"state": target, "reason": "by command"})
-            return True, f"session {target}"
+            return True, f"session {target}" + (f" ({n} proposal{'s' * (n > 1)} in flight cancelled)" if n else "")
         if kind == "stop":
             self.stopping = True
+            for b in list(self.branches.values()):
+                self._cancel(b, "the session is stopping")
             return True, "stopping after the evaluation in flight"
         if kind == "retire":
             b = self._branch(a)
             b.state = "retired"
+            self._cancel(b, "branch retired by command")
             self._emit(events.BRANCH_STATE, {"state": "retired", "reason": a.get("reason") or "by command"}, branch=b.id)
             return True, f"{b.id} retired"
         if kind == "redirect":
@@ -289,7 +480,10 @@ class Engine:
             if mode not in ("steer", "queue"):
                 return False, f"redirect mode must be steer or queue, not {mode!r}"
             (b.steer if mode == "steer" else b.queued).append(text)
-            return True, f"{b.id}: instruction {'kept from now on' if mode == 'steer' else 'queued for the next proposal'}"
+            # the call in flight was asked without it: cancel, and ask again with the instruction
+            cancelled = self._cancel(b, f"redirected by command ({mode})")
+            return True, (f"{b.id}: instruction {'kept from now on' if mode == 'steer' else 'queued for the next proposal'}"
+                          + ("; the proposal in flight was cancelled" if cancelled else ""))
         if kind == "set_model":
             model = a.get("model")
             if not model:
@@ -302,12 +496,7 @@ class Engine:
                 self.cfg.model = model
             return True, f"model {model} for {', '.join(b.id for b in targets)}"
         if kind == "set_budget":
-            budget = int(a.get("budget"))
-            if budget < 0:
-                return False, "budget must be >= 0"
-            self._emit(events.BUDGET_CHANGED, {"budget": budget, "previous": self.budget})
-            self.budget = budget
-            return True, f"budget {budget} evaluations ({self.evaluations} used)"
+            return self._set_budget(a)
         if kind == "fork":
             cid = a.get("candidate")
             c = self.record.candidate(cid) if cid else None
@@ -331,6 +520,45 @@ class Engine:
             return True, f"forked {cid} into {bid} ({family})"
         return False, f"unknown command {kind!r}"
 
+    def _set_budget(self, a: dict[str, Any]) -> tuple[bool, str]:
+        """Evaluations (`budget`) and/or the LLM caps (`usd`, `tokens`; null = no cap)."""
+        if not any(k in a for k in ("budget", "usd", "tokens")):
+            return False, "set-budget needs a budget (evaluations), --usd or --tokens"
+        budget = self.budget if a.get("budget") is None else int(a["budget"])
+        if budget < 0:
+            return False, "budget must be >= 0"
+        payload: dict[str, Any] = {"budget": budget, "previous": self.budget}
+        parts = [f"budget {budget} evaluations ({self.evaluations} used)"]
+        if "usd" in a or "tokens" in a:
+            if self.ledger is None:
+                return False, "this session's proposer makes no paid calls (no USD or token budget to set)"
+            caps = self.ledger.caps
+            usd = caps.usd if "usd" not in a else (None if a["usd"] is None else float(a["usd"]))
+            tokens = caps.tokens if "tokens" not in a else (None if a["tokens"] is None else int(a["tokens"]))
+            if (usd is not None and usd < 0) or (tokens is not None and tokens < 0):
+                return False, "LLM caps must be >= 0"
+            payload.update(usd=usd, tokens=tokens, previous_usd=caps.usd, previous_tokens=caps.tokens)
+            self.ledger.set_caps(usd=usd, tokens=tokens)
+            spent = self.ledger.summary()["total"]
+            parts.append(f"LLM cap {'none' if usd is None else f'${usd:.4f}'} (${spent['cost_usd']:.4f} spent), "
+                         f"{'none' if tokens is None else f'{tokens:,}'} tokens ({spent['tokens']:,} used)")
+        self._emit(events.BUDGET_CHANGED, payload)
+        self.budget = budget
+        if self.paused_by_cap and self._cap_allows():
+            self.paused, self.paused_by_cap = False, False
+            self._emit(events.SESSION_STATE, {"state": "running", "reason": "the new budget allows more calls"})
+            parts.append("session resumed")
+        return True, "; ".join(parts)
+
+    def _cap_allows(self) -> bool:
+        from cockpit.agents.costs import BudgetExceeded
+
+        try:
+            self.ledger.check("")
+        except BudgetExceeded:
+            return False
+        return True
+
     # --- one step -------------------------------------------------------------------------------
     def _retry_outages(self) -> None:
         now = time.monotonic()
@@ -340,8 +568,11 @@ class Engine:
                 self._emit(events.BRANCH_STATE, {"state": "running", "reason": "retrying after the provider outage"},
                            branch=b.id)
 
+    def _busy(self) -> set[str]:
+        return set(self.proposing) | {r.branch for r in self.ready} | {v[1] for v in self.inflight.values()}
+
     def _runnable(self) -> list[BranchState]:
-        busy = {v[1] for v in self.inflight.values()}
+        busy = self._busy()
         return [b for b in self.branches.values() if b.state == "running" and b.id not in busy]
 
     def _pick(self) -> BranchState | None:
@@ -351,83 +582,185 @@ class Engine:
         self._rr += 1
         return live[self._rr % len(live)]
 
-    def _launch(self, b: BranchState) -> bool:
-        """Propose (or take the branch's pending seed) and submit it; False if nothing to run."""
-        parent_id = b.head_id
-        if b.pending_seed:
-            proposal = Proposal(source=b.head_source, family=b.family, note="seed", model=None)
-            parent_id = None
-            b.pending_seed = False
-        else:
-            self._emit(events.PROPOSAL_REQUESTED, {"parent": parent_id, "model": b.model}, branch=b.id)
-            req = ProposalRequest(
-                task_name=self.task_root.name, task_root=str(self.task_root), branch=b.id, family=b.family,
-                parent_id=parent_id, parent_source=b.head_source, parent_result=b.best_result,
-                history=b.history[-8:], tried_hashes=set(self.seen_hashes), steer=list(b.steer),
-                queued=list(b.queued), model=b.model, seed=self.cfg.seed * 1000 + self.evaluations,
-                escalation=b.escalation,
-            )
-            b.queued.clear()
-            b.escalation = None
-            try:
-                proposal = self.proposer.propose(req)
-            except ProposalError as exc:
-                self._emit(events.PROPOSAL_FAILED, {"reason": exc.reason, "model": b.model,
-                                                    "usage": getattr(exc, "usage", {})}, branch=b.id)
-                # an LLM outage pauses the branch, a spent budget the session, with the reason
-                pause = getattr(exc, "pause", None)
-                if pause == "branch":
-                    b.state = "paused"
-                    b.retry_at = time.monotonic() + self.cfg.outage_cooldown_s
-                    self._emit(events.BRANCH_STATE, {"state": "paused", "reason": f"{exc.reason} (retrying in "
-                                                     f"{self.cfg.outage_cooldown_s:.0f} s, or resume it now)"},
-                               branch=b.id)
-                elif pause == "session":
-                    self.paused = True
-                    self._emit(events.SESSION_STATE, {"state": "paused", "reason": exc.reason})
-                if exc.exhausted:
-                    self._plateau(b, exc.reason)
-                return False
-        cid = self._new_candidate_id()
-        h = source_hash(proposal.source)
-        dup = self.seen_hashes.get(h)
-        self._emit(events.CANDIDATE_PROPOSED, {"parent": parent_id, "family": proposal.family, "model": proposal.model,
-                                               "source_hash": h, "filename": "kernel.py", "note": proposal.note,
-                                               "source": proposal.source, "duplicate_of": dup, "usage": proposal.usage},
-                   branch=b.id, candidate=cid)
-        if dup:
-            result = {"status": "duplicate", "reasons": [{"kind": "duplicate", "message": f"same code as {dup}"}]}
-            self._finish(b, cid, proposal, parent_id, result)
-            return False
-        self.seen_hashes[h] = cid
-        slot = self.pool.free_slot()
-        self._emit(events.EVALUATION_STARTED, {"worker": slot, "device": self.cfg.device}, branch=b.id, candidate=cid)
-        fut = self.pool.submit(slot, str(self.task_root), f"{cid}.py", proposal.source, self.cfg.mode)
-        self.inflight[fut] = (cid, b.id, proposal, parent_id or "")
-        return True
+    def _in_pipeline(self) -> int:
+        """Steps that will become evaluations: in flight, recorded and waiting, being proposed."""
+        return len(self.inflight) + len(self.ready) + len(self.proposing)
 
-    def _finish(self, b: BranchState, cid: str, proposal: Proposal, parent_id: str | None, result: dict[str, Any]) -> None:
-        verdict = significantly_better(result, b.best_result)
+    def _request(self, b: BranchState) -> None:
+        """Start the branch's next step: its pending seed is recorded at once; a proposal is asked
+        for on a thread of its own and collected by a later turn of the loop."""
+        if b.pending_seed:
+            b.pending_seed = False
+            self._accept(b, None, Proposal(source=b.head_source, family=b.family, note="seed", model=None), None)
+            return
+        rid = self._emit(events.PROPOSAL_REQUESTED, {"parent": b.head_id, "model": b.model,
+                                                     "instructions": list(b.queued)}, branch=b.id)
+        cancel = threading.Event()
+        req = ProposalRequest(
+            task_name=self.task_root.name, task_root=str(self.task_root), branch=b.id, family=b.family,
+            parent_id=b.head_id, parent_source=b.head_source, parent_result=b.best_result,
+            history=b.history[-8:], tried_hashes=set(self.seen_hashes), steer=list(b.steer),
+            queued=list(b.queued), model=b.model, seed=self.cfg.seed * 1000 + self.evaluations,
+            escalation=b.escalation, cancel=cancel,
+        )
+        fut = _spawn(self.proposer.propose, req, name=f"propose-{b.id}")
+        self.proposing[b.id] = Job(b.id, rid, req, cancel, fut, list(b.queued), b.escalation)
+        b.queued.clear()
+        b.escalation = None
+
+    def _collect_proposals(self) -> None:
+        for bid, job in list(self.proposing.items()):
+            if job.future.done():
+                del self.proposing[bid]
+                self._proposal_outcome(self.branches[bid], job)
+        for fut, job in list(self.abandoned.items()):
+            if fut.done():
+                del self.abandoned[fut]
+                self._discarded(job)
+
+    def _proposal_outcome(self, b: BranchState, job: Job) -> None:
+        try:
+            proposal = job.future.result()
+        except ProposalError as exc:
+            self._failed(b, job, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a proposer bug pauses its branch, never the engine
+            err = ProposalError(f"proposer error: {type(exc).__name__}: {exc}")
+            err.pause = "branch"  # type: ignore[attr-defined]
+            self._failed(b, job, err)
+            return
+        self._accept(b, job, proposal, job.request.parent_id)
+
+    def _discarded(self, job: Job) -> None:
+        """A cancelled proposal's thread ended: its reply is not used, what it cost is recorded."""
+        try:
+            usage = job.future.result().usage
+        except BaseException as exc:  # noqa: BLE001 - ProposalCancelled or any failure
+            usage = getattr(exc, "usage", None) or {}
+        if usage.get("calls_detail"):
+            self._emit(events.PROPOSAL_DISCARDED, {"reason": f"the reply came after the request was cancelled "
+                                                   f"({job.reason})", "request": job.request_event, "usage": usage},
+                       branch=job.branch)
+
+    def _failed(self, b: BranchState, job: Job, exc: ProposalError) -> None:
+        self._emit(events.PROPOSAL_FAILED, {"reason": exc.reason, "model": job.request.model,
+                                            "usage": getattr(exc, "usage", {}), "request": job.request_event},
+                   branch=b.id)
+        # an LLM outage pauses the branch, a spent budget the session, with the reason
+        pause = getattr(exc, "pause", None)
+        if pause == "branch":
+            b.state = "paused"
+            b.retry_at = time.monotonic() + self.cfg.outage_cooldown_s
+            self._emit(events.BRANCH_STATE, {"state": "paused", "reason": f"{exc.reason} (retrying in "
+                                             f"{self.cfg.outage_cooldown_s:.0f} s, or resume it now)"}, branch=b.id)
+        elif pause == "session":
+            self.paused, self.paused_by_cap = True, True
+            for other in list(self.branches.values()):
+                self._cancel(other, "the session paused: LLM budget reached")
+            self._emit(events.SESSION_STATE, {"state": "paused", "reason": exc.reason})
+        if exc.exhausted:
+            self._plateau(b, exc.reason)
+
+    def _accept(self, b: BranchState, job: Job | None, proposal: Proposal, parent_id: str | None) -> None:
+        """Record the step's candidates (best-of-n: every usable choice) in one transaction; a
+        duplicate is finished at once, the others wait for a worker."""
+        members = [proposal, *proposal.alternatives]
+        left = self.budget - self.evaluations - len(self.inflight) - len(self.ready)
+        dropped = max(0, len(members) - max(1, left))  # the budget may have shrunk since the request
+        members = members[: len(members) - dropped]
+        rid = job.request_event if job else None
+        group = rid if len(members) > 1 else None
+        recorded: list[tuple[str, Proposal, str | None]] = []
+        with self._tx():
+            for k, prop in enumerate(members):
+                cid = self._new_candidate_id()
+                h = prop.source_hash or source_hash(prop.source)
+                dup = self.seen_hashes.get(h)
+                payload = {"parent": parent_id, "family": prop.family, "model": prop.model, "source_hash": h,
+                           "filename": "kernel.py", "note": prop.note, "source": prop.source, "duplicate_of": dup,
+                           "usage": prop.usage if k == 0 else {}, "request": rid}
+                if group is not None:
+                    payload.update(group=group, choice=k + 1, choices=len(members))
+                if k == 0 and dropped:
+                    payload["dropped_choices"] = dropped  # usable choices left out: no budget for them
+                self._emit(events.CANDIDATE_PROPOSED, payload, branch=b.id, candidate=cid)
+                if not dup:
+                    self.seen_hashes[h] = cid
+                recorded.append((cid, prop, dup))
+        if group is not None:
+            self.groups[group] = Group(b.id, {cid for cid, _, _ in recorded})
+        for cid, prop, dup in recorded:
+            if dup:
+                result = {"status": "duplicate", "reasons": [{"kind": "duplicate", "message": f"same code as {dup}"}]}
+                self._finish(b, cid, prop, parent_id, result, group)
+            else:
+                self.ready.append(Ready(cid, b.id, prop, parent_id, group))
+
+    def _submit_ready(self) -> None:
+        """Hand waiting candidates of running branches to free workers, oldest first."""
+        for r in list(self.ready):
+            b = self.branches.get(r.branch)
+            if b is None or b.state == "retired":  # never evaluated; stays `proposed` in the record
+                self.ready.remove(r)
+                self.groups.pop(r.group, None)
+                continue
+            if b.state != "running":
+                continue
+            slot = self.pool.free_slot()
+            if slot is None:
+                return
+            self.ready.remove(r)
+            self._emit(events.EVALUATION_STARTED, {"worker": slot, "device": self.cfg.device}, branch=b.id,
+                       candidate=r.cid)
+            fut = self.pool.submit(slot, str(self.task_root), f"{r.cid}.py", r.proposal.source, self.cfg.mode)
+            self.inflight[fut] = (r.cid, b.id, r.proposal, r.parent_id or "", r.group)
+
+    def _finish(self, b: BranchState, cid: str, proposal: Proposal, parent_id: str | None, result: dict[str, Any],
+                group: int | None = None) -> None:
+        """Record a verdict. A single candidate is judged against the branch's best at once; the
+        candidates of a best-of-n step when the last of them is in: the fastest passing one is
+        judged, and kept as the branch head if it beats the incumbent."""
+        g = self.groups.get(group) if group is not None else None
+        decide: list[tuple[str, Proposal, dict[str, Any]]] | None = [(cid, proposal, result)]
+        if g is not None:
+            g.pending.discard(cid)
+            g.done.append((cid, proposal, result))
+            decide = None
+            if not g.pending:
+                del self.groups[group]
+                decide = g.done
+        winner, verdict = None, None
+        if decide is not None:
+            ok = [m for m in decide if m[2].get("status") == "ok" and m[2].get("score_us")]
+            decide = sorted(decide, key=lambda m: m[0])
+            pick = min(ok, key=lambda m: (m[2]["score_us"], m[0])) if ok else decide[-1]
+            verdict = significantly_better(pick[2], b.best_result)
+            winner = pick if verdict.better else None
         counted = result.get("status") != "duplicate"
-        with self.record.transaction():
+        with self._tx():
             if counted:
                 self.evaluations += 1
             self._emit(events.EVALUATION_FINISHED, result, branch=b.id, candidate=cid)
-            if verdict.better:
-                self._emit(events.BEST_CHANGED, {"candidate": cid, "score_us": result.get("score_us"),
+            if winner is not None:
+                extra = {"choices": [m[0] for m in decide]} if len(decide) > 1 else {}
+                self._emit(events.BEST_CHANGED, {"candidate": winner[0], "score_us": winner[2].get("score_us"),
                                                  "previous_us": (b.best_result or {}).get("score_us"),
-                                                 "previous_candidate": b.best_id, "why": verdict.reason},
-                           branch=b.id, candidate=cid)
+                                                 "previous_candidate": b.best_id, "why": verdict.reason, **extra},
+                           branch=b.id, candidate=winner[0])
         sha = self._commit(cid, b.id, proposal.source, result, parent_id, proposal.family, proposal.model)
         b.history.append(Attempt(cid, result.get("status", "?"), result.get("score_us"),
                                  "; ".join(r.get("message", "")[:120] for r in result.get("reasons", [])[:2])))
-        if verdict.better:
-            b.best_id, b.best_result, b.since_best = cid, result, 0
-            b.head_id, b.head_source = cid, proposal.source
-            if sha:
-                self.repo.tag_best(b.id, sha)
+        if decide is None:
+            return  # more candidates of this step to come
+        if winner is not None:
+            wid, wprop, wresult = winner
+            b.best_id, b.best_result, b.since_best = wid, wresult, 0
+            b.head_id, b.head_source = wid, wprop.source
+            wsha = sha if wid == cid else (self.record.candidate(wid) or _NO).commit_sha
+            if wsha:
+                self.repo.tag_best(b.id, wsha)
         else:
-            b.since_best += 1
+            b.since_best += len(decide)
             if b.best_id is None and b.head_id is None:
                 b.head_id, b.head_source = cid, proposal.source
             if plateaued(b.since_best, self.cfg.plateau_window):
@@ -480,6 +813,37 @@ class Engine:
         b.pending_seed = True
 
     # --- the loop -------------------------------------------------------------------------------
+    def tick(self, wait_s: float = 0.2) -> str | None:
+        """One turn of the loop: commands, finished proposals, new work, then wait (at most
+        `wait_s`) for an evaluation or a proposal. The final state when the run is over."""
+        self.apply_commands()
+        self._retry_outages()
+        self._collect_proposals()
+        if self.stopping:
+            if not self.inflight:
+                return "stopped"  # candidates still waiting stay `proposed`; a resume evaluates them
+        elif not self.paused:
+            self._submit_ready()
+            while self.evaluations + self._in_pipeline() < self.budget:
+                b = self._pick()
+                if b is None:
+                    break
+                self._request(b)
+            self._submit_ready()
+        if not (self.inflight or self.proposing or self.ready):
+            if self.evaluations >= self.budget:
+                return "done"
+            if not self.paused and all(b.state == "retired" for b in self.branches.values()):
+                return "done"
+        futures = [*self.inflight, *(j.future for j in self.proposing.values())]
+        if not futures:
+            time.sleep(wait_s)
+            return None
+        done, _ = wait(futures, timeout=wait_s, return_when=FIRST_COMPLETED)
+        for fut in sorted((f for f in done if f in self.inflight), key=lambda f: self.inflight[f][0]):
+            self._collect(fut)  # in candidate order, not the set's
+        return None
+
     def run(self) -> str:
         from cockpit.engine.telemetry import TelemetrySampler
         from cockpit.engine.workers import WorkerPool
@@ -491,32 +855,17 @@ class Engine:
             self.start()
             sampler.start()
             while True:
-                self.apply_commands()
-                self._retry_outages()
-                if self.stopping:
-                    if not self.inflight:
-                        final = "stopped"
-                        break
-                elif self.evaluations + len(self.inflight) < self.budget and not self.paused:
-                    while self.pool.free_slot() is not None and self.evaluations + len(self.inflight) < self.budget:
-                        b = self._pick()
-                        if b is None or not self._launch(b):
-                            break
-                if not self.inflight:
-                    if self.evaluations >= self.budget:
-                        break
-                    if not self.paused and all(b.state == "retired" for b in self.branches.values()):
-                        break
-                    time.sleep(0.2)
-                    continue
-                done, _ = wait(list(self.inflight), timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    self._collect(fut)
+                state = self.tick()
+                if state is not None:
+                    final = state
+                    break
         except BaseException as exc:
             self._emit(events.ERROR, {"message": f"{type(exc).__name__}: {exc}", "where": "engine"})
             final = "crashed" if not isinstance(exc, KeyboardInterrupt) else "stopped"
             raise
         finally:
+            for job in self.proposing.values():
+                job.cancel.set()  # threads still calling out stop at their next check
             reason = {"done": "budget spent or beam retired", "stopped": "by command", "crashed": "engine error"}[final]
             try:
                 self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
@@ -527,7 +876,7 @@ class Engine:
         return final
 
     def _collect(self, fut: Future) -> None:
-        cid, bid, proposal, parent_id = self.inflight.pop(fut)
+        cid, bid, proposal, parent_id, group = self.inflight.pop(fut)
         try:
             result = fut.result()
         except BrokenProcessPool:
@@ -538,7 +887,7 @@ class Engine:
             self.pool = WorkerPool(self.cfg.device)
         except Exception as exc:  # noqa: BLE001 - a harness bug is recorded, not fatal
             result = {"status": "crash", "reasons": [{"kind": "crash", "message": f"harness error: {type(exc).__name__}: {exc}"}]}
-        self._finish(self.branches[bid], cid, proposal, parent_id or None, result)
+        self._finish(self.branches[bid], cid, proposal, parent_id or None, result, group)
 
     def close(self) -> None:
         try:

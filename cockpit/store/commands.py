@@ -10,7 +10,7 @@ silent no-op. The engine applies commands between steps and acknowledges each wi
   redirect    branch, instruction, mode: "steer" (from now on) | "queue" (next proposal only)
   retire      branch, reason (optional)
   set_model   model, branch (optional; none = all branches and the default)
-  set_budget  budget (evaluations)
+  set_budget  budget (evaluations), usd, tokens (LLM caps; null = no cap): any of them
   stop        (no arguments)
 """
 
@@ -23,7 +23,7 @@ COMMAND_KINDS: dict[str, tuple[str, ...]] = {
     "redirect": ("branch", "instruction", "mode"),
     "retire": ("branch", "reason"),
     "set_model": ("model", "branch"),
-    "set_budget": ("budget",),
+    "set_budget": ("budget", "usd", "tokens"),
     "stop": (),
 }
 COMMAND_STATES = ("pending", "acked", "failed")

@@ -109,7 +109,11 @@ def _session_state(conn: sqlite3.Connection, e: Event) -> None:
 
 
 def _budget_changed(conn: sqlite3.Connection, e: Event) -> None:
-    _set_meta(conn, {"budget": e.payload.get("budget")})
+    items = {"budget": e.payload.get("budget")}
+    for cap in ("usd", "tokens"):  # LLM caps, when the event sets them (null = no cap)
+        if cap in e.payload:
+            items[f"budget_{cap}"] = e.payload[cap]
+    _set_meta(conn, items)
 
 
 def _model_changed(conn: sqlite3.Connection, e: Event) -> None:

@@ -13,7 +13,8 @@ Session
   session_created     name*, task*, device*, created*, config            (subject: none)
   session_started     pid*, host*, resumed*, argv, plus any meta to set  (subject: none)
   session_state       state* (running|paused|stopped|done|crashed), reason*
-  budget_changed      budget*, previous
+  budget_changed      budget*, previous, usd, tokens, previous_usd, previous_tokens (LLM caps:
+                      present when set; null = no cap)
   model_changed       model*, previous        (branch subject = one branch; none = all + default)
   error               message*, where, traceback
   note                text
@@ -28,9 +29,17 @@ Beam
   best_changed        candidate*, score_us*, previous_us, previous_candidate  (subject: branch)
 
 Candidates (subject: branch and candidate)
-  proposal_requested  parent, model
-  proposal_failed     reason*, model
-  candidate_proposed  parent*, family*, model*, source_hash*, filename
+  proposal_requested  parent, model, instructions (queued ones this request carries)
+                      Every request gets exactly one outcome: candidate_proposed (with
+                      `request` = the request's event id), proposal_failed or proposal_cancelled.
+  proposal_failed     reason*, model, request, usage
+  proposal_cancelled  reason, model, request     (a pause/retire/stop/redirect while in flight; or
+                      the engine stopped during the call, recorded on resume)
+  proposal_discarded  reason, request, usage     (a reply that came back after its request was
+                      cancelled: not used; its usage is kept so costs and budget caps count it)
+  candidate_proposed  parent*, family*, model*, source_hash*, filename, source, note, usage,
+                      duplicate_of, request, group (best-of-n: the request id shared by the
+                      step's choices), choice, choices
   evaluation_started  worker, device
   evaluation_finished the harness's full result record (Result.to_dict()): status*, reasons*,
                       geomean_us*, score_us*, hidden_geomean_us*, speedups*, roofline_pct*,
@@ -61,6 +70,8 @@ BEST_CHANGED = "best_changed"
 
 PROPOSAL_REQUESTED = "proposal_requested"
 PROPOSAL_FAILED = "proposal_failed"
+PROPOSAL_CANCELLED = "proposal_cancelled"
+PROPOSAL_DISCARDED = "proposal_discarded"
 CANDIDATE_PROPOSED = "candidate_proposed"
 EVALUATION_STARTED = "evaluation_started"
 EVALUATION_FINISHED = "evaluation_finished"
@@ -86,6 +97,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     BEST_CHANGED: ("candidate", "score_us", "previous_us", "previous_candidate"),
     PROPOSAL_REQUESTED: ("parent", "model"),
     PROPOSAL_FAILED: ("reason", "model"),
+    PROPOSAL_CANCELLED: ("reason", "model", "request"),
+    PROPOSAL_DISCARDED: ("reason", "request", "usage"),
     CANDIDATE_PROPOSED: ("parent", "family", "model", "source_hash", "filename"),
     EVALUATION_STARTED: ("worker", "device"),
     EVALUATION_FINISHED: ("status", "reasons", "geomean_us", "score_us", "shapes"),

@@ -37,6 +37,7 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     raw: bytes
+    t: float = field(default_factory=time.time)  # when the request arrived (wall clock, as events)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

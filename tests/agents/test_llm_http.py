@@ -213,13 +213,18 @@ def test_model_escalation_uses_the_advisor_profile(provider, make_proposer, requ
 
 
 # --- best-of-n ----------------------------------------------------------------------------------
-def test_best_of_n_returns_the_first_parseable_choice(provider, make_proposer, request_for):
-    provider.push(Reply(choices=[CHATTER, reply_with(GOOD), reply_with(OTHER)]))
-    prop = make_proposer(strategy="best-of-n", n=3)
+def test_best_of_n_returns_every_usable_distinct_choice(provider, make_proposer, request_for):
+    from cockpit.engine.beam import source_hash
+
+    provider.push(Reply(choices=[CHATTER, reply_with(GOOD), reply_with(OTHER), reply_with(OTHER)]))
+    prop = make_proposer(strategy="best-of-n", n=4)
     result = prop.propose(request_for())
-    assert result.source == GOOD and result.usage["choices"] == 3 and result.usage["parseable"] == 2
-    assert len(provider.received) == 1 and provider.received[0].body["n"] == 3
-    assert prop.spares["b1"] == [OTHER]
+    assert result.source == GOOD and result.usage["choices"] == 4 and result.usage["parseable"] == 2
+    assert [a.source for a in result.alternatives] == [OTHER]  # the repeated choice is dropped
+    assert result.alternatives[0].usage == {}  # the step's cost is carried once
+    assert result.source_hash == source_hash(GOOD) and result.alternatives[0].source_hash == source_hash(OTHER)
+    assert result.note.startswith("choice 1/4") and result.alternatives[0].note.startswith("choice 2/4")
+    assert len(provider.received) == 1 and provider.received[0].body["n"] == 4
 
 
 def test_best_of_n_without_n_support_asks_n_times(provider, make_proposer, request_for):

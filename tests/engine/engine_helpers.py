@@ -75,9 +75,10 @@ class Cockpit:
     started: list[str] = field(default_factory=list)
     pids: set[int] = field(default_factory=set)
     seen: dict[int, psutil.Process] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)  # e.g. a fault to inject
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = dict(os.environ) | self.extra_env
         env["COCKPIT_SESSIONS_DIR"] = str(self.sessions)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p)
         return env

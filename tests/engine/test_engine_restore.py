@@ -40,14 +40,16 @@ class InstantPool:
 
     def __init__(self, hang: bool = False) -> None:
         self.hang = hang
+        self.busy: Future | None = None
 
-    def free_slot(self) -> int:
-        return 0
+    def free_slot(self) -> int | None:
+        return None if self.busy is not None and not self.busy.done() else 0
 
     def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
         fut: Future = Future()
         if not self.hang:
             fut.set_result(canned(source))
+        self.busy = fut
         return fut
 
     def shutdown(self) -> None:
@@ -223,9 +225,10 @@ def test_resume_of_an_engine_killed_while_paused_stays_paused(session, resumed) 
 def test_a_lost_evaluation_is_reported_once_however_often_the_session_is_resumed(session, resumed) -> None:
     folder = session(budget=6)
     e = resumed(folder, InstantPool(hang=True))
-    b = e._pick()
-    assert e._launch(b)  # submitted, never finishes
+    assert e.tick(wait_s=0.01) is None  # the seeds are recorded, one is submitted and never finishes
     lost = next(iter(e.inflight.values()))[0]
+    waiting = [r.cid for r in e.ready]
+    assert waiting  # the other seeds wait for the (one) worker
     e.close()
     for _ in range(3):
         resumed(folder).close()
@@ -233,6 +236,26 @@ def test_a_lost_evaluation_is_reported_once_however_often_the_session_is_resumed
         errors = [x for x in rec.events(kinds=[ev.ERROR]) if x.candidate == lost]
         assert len(errors) == 1
         assert "evaluation lost" in errors[0].payload["message"]
+        assert not [x for x in rec.events(kinds=[ev.ERROR]) if x.candidate in waiting]
+
+
+def test_candidates_waiting_for_a_worker_are_evaluated_on_resume_not_lost(session, resumed) -> None:
+    folder = session(budget=6)
+    e = resumed(folder, InstantPool(hang=True))
+    e.tick(wait_s=0.01)
+    waiting = [r.cid for r in e.ready]
+    assert waiting
+    e.close()  # killed while they waited
+    e2 = resumed(folder)
+    assert [r.cid for r in e2.ready] == waiting
+    e2.close()
+    assert engine(folder).run() == "done"
+    with SessionRecord.open_readonly(folder) as rec:
+        for cid in waiting:
+            c = rec.candidate(cid)
+            assert c.status == "ok" and c.commit_sha, cid
+        started = [x.candidate for x in rec.events(kinds=[ev.EVALUATION_STARTED])]
+        assert all(started.count(cid) == 1 for cid in waiting)
 
 
 def test_an_engine_failing_before_its_loop_raises_its_own_error_and_releases_the_lock(session) -> None:
@@ -243,3 +266,21 @@ def test_an_engine_failing_before_its_loop_raises_its_own_error_and_releases_the
         e.run()
     assert not e.lock.held
     engine(folder).close()  # a new engine may take the session
+
+
+def test_the_duplicate_hash_is_computed_once_per_proposal(session, monkeypatch) -> None:
+    """The tuner hashes its child to skip tried ones and hands the hash along; the engine hashes
+    only what comes without one (the seeds)."""
+    import cockpit.engine.engine as engine_module
+
+    real, calls = engine_module.source_hash, []
+    monkeypatch.setattr(engine_module, "source_hash", lambda src: calls.append(src) or real(src))
+    folder = session(budget=8)
+    assert engine(folder).run() == "done"
+    with SessionRecord.open_readonly(folder) as rec:
+        proposed = rec.events(kinds=[ev.CANDIDATE_PROPOSED])
+    seeds = [e.payload["source"] for e in proposed if e.payload["note"] == "seed"]
+    assert len(proposed) > len(seeds) > 0
+    assert calls == seeds
+    for e in proposed:
+        assert e.payload["source_hash"] == real(e.payload["source"])

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from engine_helpers import Cockpit, alive, candidates, events, wait_for
 
-from cockpit.store import engine_pid
+from cockpit.store import SessionRecord, engine_pid
 from cockpit.store import events as ev
 
 NAME = "cmd"
@@ -29,7 +29,9 @@ def branch(st: dict, bid: str) -> dict:
 
 
 def evaluating(c: Cockpit) -> list[str]:
-    return [x.id for x in candidates(c.folder(NAME)) if x.status in ("proposed", "evaluating")]
+    """Candidates being evaluated (not those proposed and waiting for a worker: a paused session
+    keeps them waiting)."""
+    return [x.id for x in candidates(c.folder(NAME)) if x.status == "evaluating"]
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +140,7 @@ def test_set_budget_changes_the_recorded_budget(paused: Cockpit) -> None:
         (("redirect", "--branch", "b9", "faster"), "refused: ValueError: no branch 'b9'"),
         (("set-model", "--branch", "b9", "m"), "refused: ValueError: no branch 'b9'"),
         (("fork", "c9999"), "refused: no candidate 'c9999'"),
-        (("set-budget", "-3"), "refused: budget must be >= 0"),
+        (("set-budget", "--usd", "5"), "refused: this session's proposer makes no paid calls"),
     ],
 )
 def test_a_bad_command_is_refused_and_the_engine_goes_on(paused: Cockpit, args: tuple, message: str) -> None:
@@ -150,6 +152,31 @@ def test_a_bad_command_is_refused_and_the_engine_goes_on(paused: Cockpit, args: 
     assert engine_pid(paused.folder(NAME))
     ok = send(paused, "set-model", "--branch", "b1", "still-listening")
     assert ok.returncode == 0
+
+
+def test_set_budget_posts_usd_and_tokens_and_a_tuner_session_refuses_them(paused: Cockpit) -> None:
+    proc = send(paused, "set-budget", "--usd", "$5", "--tokens", "200_000")
+    assert proc.returncode == 1 and "makes no paid calls" in proc.stdout
+    with SessionRecord.open_readonly(paused.folder(NAME)) as rec:
+        assert rec.commands()[-1].args == {"usd": 5.0, "tokens": 200000}
+    assert paused.status(NAME)["budget"] == events(paused.folder(NAME), ev.BUDGET_CHANGED)[-1].payload["budget"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("set-budget", "-3"), "set-budget: budget must be a finite number >= 0, not '-3'"),
+        (("set-budget", "--usd", "five"), "set-budget: --usd 'five' is not an amount in USD"),
+        (("set-budget", "--tokens", "1.5"), "set-budget: --tokens '1.5' is not a whole number of tokens"),
+        (("set-budget",), "set-budget needs a budget (evaluations), --usd or --tokens"),
+    ],
+)
+def test_a_malformed_set_budget_is_refused_when_posted(paused: Cockpit, args: tuple, message: str) -> None:
+    before = len(events(paused.folder(NAME), ev.COMMAND_RECEIVED))
+    proc = paused("send", NAME, *args)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"cockpit: error: {message}", proc.stderr
+    assert len(events(paused.folder(NAME), ev.COMMAND_RECEIVED)) == before  # nothing was posted
 
 
 def test_an_unknown_command_kind_is_refused_when_posted(paused: Cockpit) -> None:

@@ -1,6 +1,7 @@
 """SIGKILL the detached engine, then `cockpit resume --detach` to the end: the record and the
 repository stay sound, every verdict recorded before the kill survives with its commit, only the
-evaluation in flight is lost (and recorded as lost), and no evaluation process outlives the engine.
+evaluation in flight is lost (and recorded as lost; candidates proposed and waiting for a worker
+are evaluated after the resume), and no evaluation process outlives the engine.
 
 The kill hits the engine's pid alone (not its process group): its workers and sandboxed
 evaluations must die with it on their own (PR_SET_PDEATHSIG).
@@ -14,8 +15,9 @@ import signal
 from pathlib import Path
 
 import psutil
-from engine_helpers import Cockpit, candidates, events, git, wait_for
+from engine_helpers import Cockpit, alive, candidates, events, git, wait_for
 
+from cockpit.engine.engine import FAULT_ENV
 from cockpit.store import SessionRecord
 from cockpit.store import events as ev
 
@@ -119,7 +121,7 @@ def test_sigkill_during_an_evaluation_loses_only_that_evaluation(cockpit: Cockpi
     before = verdicts(folder)
     spawned = kill_engine(cockpit, pid)
     assert any("cockpit.harness.arena" in line for line in spawned), spawned
-    lost = {x.id for x in candidates(folder) if x.status in PENDING}
+    lost = {x.id for x in candidates(folder) if x.status == "evaluating"}
     assert len(lost) == 1
     assert cockpit.status(name)["state"] == "crashed"
     assert_sound(folder)
@@ -174,7 +176,7 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_recorded(cockpit: C
         assert_sound(folder)
         assert_kept(folder, kept)
         kept.update(verdicts(folder))
-        lost |= {x.id for x in candidates(folder) if x.status in PENDING}
+        lost |= {x.id for x in candidates(folder) if x.status == "evaluating"}
 
     cockpit.resume(name)
     cockpit.wait_finished(name)
@@ -186,3 +188,36 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_recorded(cockpit: C
     # (or finishing) ended the rounds early, its engine started once more than it was killed
     starts = kills + 1 + (kills < ROUNDS)
     assert len(events(folder, ev.SESSION_STARTED)) == starts, moments
+
+
+def test_a_command_applied_but_killed_before_its_ack_is_applied_exactly_once_on_resume(cockpit: Cockpit) -> None:
+    """The engine SIGKILLs itself after applying a fork and before acknowledging it (an injected
+    fault). The command's receipt, its effects and its ack are one transaction: the record shows
+    the command still pending and nothing of it applied, and the resumed engine applies it once.
+    (Applied and acknowledged separately, the resume would fork a second branch.)"""
+    name = "cmdkill"
+    folder = cockpit.folder(name)
+    cockpit.extra_env[FAULT_ENV] = "command_applied:fork"
+    pid = cockpit.start(name, "--budget", "3", "--beam", "2")
+    cockpit.extra_env.clear()
+    wait_for(lambda: [x for x in candidates(folder) if x.id == "c0001"], 60, "the first candidate")
+    posted = cockpit("send", name, "fork", "c0001", "--family", "vectorized", "--instruction", "fuse the add",
+                     check=True)
+    command_id = int(posted.stdout.split()[-1])
+    wait_for(lambda: not alive(pid), 30, "the engine to die right after applying the fork")
+    with SessionRecord.open_readonly(folder) as rec:
+        assert [c.state for c in rec.commands() if c.id == command_id] == ["pending"]
+    assert not events(folder, ev.BRANCH_FORKED, ev.COMMAND_RECEIVED, ev.COMMAND_ACKED)
+    assert_sound(folder)
+
+    cockpit.resume(name)
+    cockpit.wait_finished(name)
+    assert_sound(folder)
+    forks = events(folder, ev.BRANCH_FORKED)
+    assert len(forks) == 1 and forks[0].payload["from_candidate"] == "c0001"
+    received = [e for e in events(folder, ev.COMMAND_RECEIVED) if e.payload["command_id"] == command_id]
+    acked = [e for e in events(folder, ev.COMMAND_ACKED) if e.payload["command_id"] == command_id]
+    assert len(received) == 1 and len(acked) == 1 and acked[0].payload["ok"]
+    assert received[0].id < forks[0].id < acked[0].id
+    assert forks[0].payload["family"] == "vectorized"
+    assert forks[0].branch in [b["id"] for b in cockpit.status(name)["branches"]]
