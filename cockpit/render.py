@@ -28,6 +28,21 @@ def fmt_us(us: float | None) -> str:
     return f"{us:.3g} µs"
 
 
+def fmt_rate(rate: float | None, unit: str) -> str:
+    """`2,345 tok/s` (thousands separated), `12.3 tok/s` below 100; `-` when there is no time."""
+    if rate is None:
+        return "-"
+    return f"{rate:,.0f} {unit}" if rate >= 100 else f"{rate:.3g} {unit}"
+
+
+def report_rate(r: dict[str, Any], time_us: float | None) -> str:
+    """The task's throughput at `time_us` per call (result `report`: unit, per_call), or ''."""
+    rep = r.get("report") or {}
+    if not rep.get("unit") or not time_us or time_us <= 0:
+        return ""
+    return fmt_rate(float(rep.get("per_call") or 1.0) * 1e6 / time_us, rep["unit"])
+
+
 DTYPE_SHORT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64"}
 SET_SHORT = {"public": "pub", "hidden": "hid", "benchmark": "bench"}
 
@@ -36,21 +51,36 @@ def compact_shape(params: dict[str, Any], fallback: str) -> str:
     """`16×512×2 dense f32` instead of `batch=16 n=512 cond=2 family=dense float32`."""
     if not params:
         return fallback
-    nums = [str(v) for k, v in params.items() if k != "dtype" and isinstance(v, int | float)]
+    numeric = {k: v for k, v in params.items() if k != "dtype" and isinstance(v, int | float)}
+    # more than 4 numbers (a model config: layers, dim, heads, ...) would be unreadable bare
+    head = (
+        " ".join(f"{k}={v}" for k, v in numeric.items())
+        if len(numeric) > 4
+        else "×".join(str(v) for v in numeric.values())
+    )
     words = [str(v) for k, v in params.items() if k != "dtype" and not isinstance(v, int | float)]
     dtype = DTYPE_SHORT.get(str(params.get("dtype", "")), str(params.get("dtype", "")))
-    return " ".join(x for x in ["×".join(nums), *words, dtype] if x)
+    return " ".join(x for x in [head, *words, dtype] if x)
 
 
 def result_table(r: dict[str, Any]) -> Table:
     t = Table(
         title=f"{r['task']} · {r['candidate']} · {r['device']} · {r['mode']}", title_justify="left"
     )
-    t.add_column("shape", no_wrap=True)
+    # model configs (more than 4 numeric keys, shown as key=value) wrap instead of crowding out
+    # the numbers
+    wide = any(
+        sum(k != "dtype" and isinstance(v, int | float) for k, v in (s.get("params") or {}).items())
+        > 4
+        for s in r["shapes"]
+    )
+    t.add_column("shape", no_wrap=not wide, max_width=34 if wide else None)
+    unit = (r.get("report") or {}).get("unit")
     for col, just in (
         ("set", "left"),
         ("ok", "center"),
         ("median", "right"),
+        *([(unit, "right")] if unit else []),
         ("±sem", "right"),
         ("n", "right"),
         ("floor", "right"),
@@ -67,6 +97,7 @@ def result_table(r: dict[str, Any]) -> Table:
             SET_SHORT.get(s["set"], s["set"]),
             "✓" if s["ok"] else Text("✗", style="red"),
             fmt_us(tm.get("median_us")),
+            *([report_rate(r, tm.get("median_us")).removesuffix(f" {unit}")] if unit else []),
             f"{tm.get('sem_pct') or 0:.2g}%" if tm else "",
             str(tm.get("n", "")) if tm else "",
             fmt_us(s.get("floor_us")),
@@ -82,8 +113,12 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     line = Text.assemble(("verdict: ", "bold"), (status, STATUS_STYLE.get(status, "bold")))
     if r.get("geomean_us"):
         line.append(f"   geomean {fmt_us(r['geomean_us'])}")
+        if rate := report_rate(r, r["geomean_us"]):
+            line.append(f" ({rate})")
     if r.get("hidden_geomean_us"):
         line.append(f"   hidden {fmt_us(r['hidden_geomean_us'])}")
+        if rate := report_rate(r, r["hidden_geomean_us"]):
+            line.append(f" ({rate})")
     if r.get("roofline_pct"):
         line.append(f"   {r['roofline_pct']:.1f}% of roofline")
     for name, s in (r.get("speedups") or {}).items():
@@ -97,9 +132,15 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     prof = r.get("profile") or {}
     if prof.get("launches") is not None:
         groups = ", ".join(f"{k} {v}" for k, v in prof.get("groups", {}).items())
+        graphs = ""
+        if prof.get("graphs") is not None:  # torch.compile candidates: dynamo's graphs and breaks
+            n, b = prof["graphs"], prof.get("graph_break_count", 0)
+            graphs = f"; {n} graph{'s' * (n != 1)}, {b} graph break{'s' * (b != 1)}"
         console.print(
-            f"  profile: {prof['launches']} {prof.get('unit', 'launches')} per call ({groups})"
+            f"  profile: {prof['launches']} {prof.get('unit', 'launches')} per call ({groups}){graphs}"
         )
+        for reason in prof.get("graph_breaks", [])[:5]:
+            console.print(Text(f"    graph break: {reason}", style="dim"))
     if r.get("protections"):
         console.print(
             Text(

@@ -63,6 +63,22 @@ class Tolerance:
     rtol: float
 
 
+@dataclass(frozen=True)
+class Report:
+    """How to state a call's speed as a rate (`[report]` in task.toml): `per_call` units of work
+    per call, e.g. one token per decode step, shown as `unit` (e.g. "tok/s") next to times."""
+
+    unit: str
+    per_call: float = 1.0
+
+    def rate(self, time_us: float | None) -> float | None:
+        """Units per second at `time_us` per call."""
+        return self.per_call * 1e6 / time_us if time_us and time_us > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "per_call": self.per_call}
+
+
 @dataclass
 class Task:
     name: str
@@ -85,6 +101,7 @@ class Task:
     batch_inputs: list[str] = field(default_factory=list)  # inputs whose rows are independent
     baseline_seeds: list[str] = field(default_factory=list)  # exempt from forbidden-call rules
     peak: str = ""  # which measured FLOP rate bounds the compute floor: fp32 | tf32 | bf16
+    report: Report | None = None  # optional throughput unit (`[report]`), e.g. tokens/s
 
     @property
     def reference_path(self) -> Path:
@@ -210,6 +227,31 @@ def _shape_list(raw: Any, where: str, set_name: str) -> list[Shape]:
     return shapes
 
 
+def _report(raw: Any, toml_path: Path) -> Report | None:
+    """`[report] unit = "tok/s"  per_call = 1`: optional; absent means times only."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TaskError(f"{toml_path}: field 'report' must be a table (unit, per_call)")
+    unknown = sorted(set(raw) - {"unit", "per_call"})
+    if unknown:
+        raise TaskError(
+            f"{toml_path}: unknown field 'report.{unknown[0]}' (expected unit, per_call)"
+        )
+    unit = raw.get("unit")
+    if not isinstance(unit, str) or not unit.strip() or len(unit) > 24:
+        raise TaskError(f"{toml_path}: field 'report.unit' must be a short non-empty string")
+    per_call = raw.get("per_call", 1)
+    if (
+        isinstance(per_call, bool)
+        or not isinstance(per_call, int | float)
+        or not math.isfinite(per_call)
+        or per_call <= 0
+    ):
+        raise TaskError(f"{toml_path}: field 'report.per_call' must be a positive number")
+    return Report(unit=unit.strip(), per_call=float(per_call))
+
+
 def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
     root = find_task(spec, kernels_dir)
     toml_path = root / "task.toml"
@@ -252,6 +294,7 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
             raise TaskError(f"{toml_path}: missing field {where!r} (at least one shape)")
     task = Task(
         name=name,
+        report=_report(data.get("report"), toml_path),
         root=root,
         summary=str(data.get("summary", "")),
         signature=str(data.get("signature", "")),
