@@ -138,6 +138,16 @@ def test_a_bad_report_table_is_a_one_line_error_naming_the_field(tmp_path, text,
     assert "\n" not in msg and f"'{field}'" in msg and "task.toml" in msg
 
 
+def test_cockpit_tasks_lists_decode_with_both_seeds():
+    from cockpit.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["tasks", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(out.getvalue())}
+    assert sorted(rows["decode"]["seeds"]) == ["compiled", "eager"]
+
+
 def test_a_task_without_report_has_none_and_renders_no_rate_column():
     assert load_task("softmax").report is None
     buf = io.StringIO()
