@@ -129,8 +129,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         result = _progress_eval(task, cand, opts, quiet=args.json)
     except CandidateError as exc:
         raise UsageError(str(exc)) from None
-    if task.report and not result.report:  # throughput unit for the views (e.g. tok/s)
-        result.report = task.report.to_dict()
     d = result.to_dict()
     if args.json:
         print(json.dumps(d))

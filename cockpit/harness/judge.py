@@ -109,6 +109,7 @@ class _Evaluation:
             device=opts.device,
             mode=opts.mode,
             baseline_exempt=exempt,
+            report=task.report.to_dict() if task.report else {},
         )
         self.exempt = exempt
         self.limit = opts.time_limit_s or task.time_limit_s
