@@ -166,6 +166,7 @@ class MainScreen(Screen[None]):
         snap = message.snapshot
         first = not self.loaded
         self.loaded = True
+        before = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
         acked = self.model.apply(snap)
         live = self.model.engine_active and self.source.player is None
         self.query_one(BeamPanel).show(snap.branches, snap.candidates, self.model.spend, live)
@@ -189,7 +190,11 @@ class MainScreen(Screen[None]):
             self._announce(snap)
         if first and self.show_summary:
             self._summarize()
-        self.refresh_bindings()
+        # Which keys apply depends on the beam and the session state only: a telemetry-only
+        # snapshot (every second, even while paused) must not redraw the footer.
+        after = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
+        if first or any(a is not b and a != b for a, b in zip(before, after)):
+            self.refresh_bindings()
 
     # --- notifications ----------------------------------------------------------------------
 
