@@ -2,8 +2,9 @@
 
 (Seed sources avoid the names of the library QR routines: the harness scans for them.)
 
-Algorithm (n <= FUSED_MAX_N): one program per matrix loads the n x n matrix, padded to a power
-of two BLOCK, as one 2-D register block and runs the unblocked column algorithm on it: for each
+Algorithm (n <= FUSED_MAX_N): each program loads its matrices (MPP of them: 1 from n = 9 on,
+more for tiny n so a program still holds ~GPU_TILE elements) padded to a power of two BLOCK, as
+one [MPP, BLOCK, BLOCK] register block, and runs the unblocked column algorithm on it: for each
 column j extract the column (masked sum over the block's columns), take the norm of its part below
 the diagonal, build the dlarfg reflector (beta = -sign(alpha) * hypot(alpha, ||x||),
 tau = (beta - alpha) / beta, v = [1; x / (alpha - beta)]; tau = 0 and the column left as it is
@@ -13,18 +14,20 @@ one write of H, no other launch (n = 1 gives tau = 0, H = A).
 
 Larger n: blocked compact WY. Panels of NB columns are factored by one Triton launch each
 (`_panel_reg` keeps the panel in registers, `_panel_stream` streams tall panels through L2 in
-one pass per column), which also builds the dlarft factor T and writes V and Y = V T^T; the
-trailing columns then take two float32 batched matmuls (W = V^T C, C -= Y W). Once the
+one pass per column), which also builds the dlarft factor T and writes V and T; the trailing
+columns then take three float32 batched matmuls (W = V^T C, W = T^T W, C -= V W). Once the
 trailing square is at most FUSED_MAX_N wide it is finished by the fused kernel in one launch.
 
-Launches: 1 for n <= FUSED_MAX_N; otherwise 3 per panel + 1 for the tail square, plus the copy
-of A (n = 512, NB = 32, FUSED_MAX_N = 64: 14 panels, 44 launches).
-float32 throughout (no TF32: tl.dot runs with input_precision="ieee"; torch matmuls follow the
-default flags, which keep TF32 off for float32 matmuls).
+Launches: 1 for n <= FUSED_MAX_N; otherwise 4 per panel + 1 for the tail square, plus the copy
+of A (n = 512, NB = 32, FUSED_MAX_N = 64: 14 panels, 57 launches).
+float32 throughout, no tensor-core TF32 (no tl.dot; torch matmuls follow the default flags, which
+keep TF32 off for float32), IEEE division and square root in the reflector (div_rn, sqrt_rn).
 
-Cost model: the fused kernel is latency-bound: n dependent steps of ~3 block reductions each
-(~BLOCK^2 / (32 * num_warps) elements per thread); one program per matrix, so batches below the
-SM count leave most of the GPU idle. Blocked path: see triton_panel_wy.py (same panel kernels).
+Cost model: the fused kernel is latency-bound: n dependent steps of ~4 block reductions each
+(~BLOCK^2 / (32 * num_warps) elements per thread); one program per matrix from n = 9 on, so
+batches below the SM count leave most of the GPU idle. Blocked path: as triton_panel_wy.py (the
+same panel kernels). In the CPU interpreter a program takes as many matrices as CPU_TILE allows:
+there every program costs Python overhead per operation.
 Offsets: the matrix index is widened to int64 before it is multiplied by n * n.
 """
 
@@ -46,16 +49,17 @@ TUNABLES = {
     "FUSED_MAX_N": [32, 64, 128],
     "FUSED_ELEMS_PER_THREAD": [8, 16, 32],
     "NB": [16, 32, 64],
-    "REG_ELEMS": [8192, 16384, 32768],
+    "REG_ELEMS": [4096, 8192, 16384],
 }
 FUSED_MAX_N = 64  # matrices (and trailing squares) up to this size: one fused launch
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
 NB = 32  # panel width of the blocked path
 REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many elements
-CHUNK_ELEMS = 8192  # elements per row chunk when a tall panel is streamed from memory
+CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
+STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
 MAX_WARPS = 16
-GPU_TILE = 1024  # tiny matrices share a program on the GPU up to this many elements
+GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
 
@@ -85,10 +89,8 @@ def _panel_reg(
     c3 = cols[None, None, :]
     ti = cols[None, :, None]  # row index of T
     inb = mok & (r3 < m) & (c3 < kb)
-    hoff = mats[:, None, None] * n * n + (k * n + k) + r3 * n + c3
-    a = tl.load(H + hoff, mask=inb, other=0.0)
-    vshape = (r3 > c3) & (c3 < kb)  # where V takes the stored vectors
-    vdiag = tl.where((r3 == c3) & (c3 < kb), 1.0, 0.0)
+    hptr = (H + (mats * n * n + (k * n + k)))[:, None, None] + (r3 * n + c3)
+    a = tl.load(hptr, mask=inb, other=0.0)
     tauv = tl.zeros([MPP, NBP], tl.float32)
     t = tl.zeros([MPP, NBP, NBP], tl.float32)  # T[i, c] at [:, i, c]
     for j in range(0, kb):
@@ -99,15 +101,15 @@ def _panel_reg(
         x = tl.where(r2 > j, colj, 0.0)
         xx = tl.reduce(x * x, 1, _add)
         refl = xx > 0
-        hyp = tl.sqrt(alpha * alpha + xx)
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
         beta = tl.where(alpha >= 0, -hyp, hyp)
         denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        v = tl.where(atr, 1.0, x / denom[:, None])
-        # One reduction gives v^T P for the trailing columns (w) and V[:, :j]^T v (for T).
-        xm = tl.where(c3 < j, tl.where(vshape, a, vdiag), a)
-        wg = tl.reduce(xm * v[:, :, None], 1, _add)  # [MPP, NBP]
+        v = tl.where(atr, 1.0, tl.div_rn(x, denom[:, None]))
+        # One reduction gives v^T P for the trailing columns (w) and V[:, :j]^T v (for T): v is
+        # zero above row j, and below row j > c column c of the block holds v_c itself.
+        wg = tl.reduce(a * v[:, :, None], 1, _add)  # [MPP, NBP]
         w = tl.where(c2 > j, wg, 0.0)
         a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
         newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
@@ -117,12 +119,13 @@ def _panel_reg(
         tg = tl.reduce(t * tl.where(c2 < j, wg, 0.0)[:, None, :], 2, _add)  # [MPP, NBP] T rows
         tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(c2 == j, tau[:, None], 0.0))
         t = tl.where(atj, tcol[:, :, None], t)
-    tl.store(H + hoff, a, mask=inb)
+    tl.store(hptr, a, mask=inb)
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < kb))
-    voff = mats[:, None, None] * v_bs + r3 * kb + c3
-    tl.store(V + voff, tl.where(vshape, a, vdiag), mask=inb)
-    toff = mats[:, None, None] * (kb * kb) + ti * kb + c3
-    tl.store(T + toff, t, mask=mok & (ti < kb) & (c3 < kb))
+    vptr = (V + mats * v_bs)[:, None, None] + (r3 * kb + c3)
+    vblock = tl.where(r3 > c3, a, tl.where(r3 == c3, 1.0, 0.0))
+    tl.store(vptr, vblock, mask=inb)
+    tptr = (T + mats * (kb * kb))[:, None, None] + (ti * kb + c3)
+    tl.store(tptr, t, mask=mok & (ti < kb) & (c3 < kb))
 
 
 @triton.jit
@@ -152,17 +155,17 @@ def _panel_stream(
     tauv = tl.zeros([NBP], tl.float32)
     t = tl.zeros([NBP, NBP], tl.float32)
     for j in range(0, kb):
-        # Reflector j from the statistics: X = [V | P] (V in the columns < j), s = x^T X,
-        # arow = X[j, :], so v^T X = arow + s / (alpha - beta).
+        # Reflector j from the statistics s = x^T P, arow = P[j, :]: v^T P = arow + s / (alpha -
+        # beta); in the columns < j that is V^T v (for T), in the columns > j it is w.
         alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
         xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
         refl = xx > 0
-        hyp = tl.sqrt(alpha * alpha + xx)
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
         beta = tl.where(alpha >= 0, -hyp, hyp)
         denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        wg = arow + s / denom
+        wg = arow + tl.div_rn(s, denom)
         w = tl.where(cols > j, wg, 0.0)
         tauv = tl.where(cols == j, tau, tauv)
         tg = tl.reduce(t * tl.where(cols < j, wg, 0.0)[None, :], 1, _add)
@@ -178,16 +181,17 @@ def _panel_stream(
             msk = (r2 < m) & colok
             a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
             colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
-            v = tl.where(r == j, 1.0, tl.where(r > j, colj / denom, 0.0))
+            v = tl.where(r == j, 1.0, tl.where(r > j, tl.div_rn(colj, denom), 0.0))
             a = a - tau * (v[:, None] * w[None, :])
             newcol = tl.where(r > j, v, tl.where(r == j, diag, colj))
             a = tl.where(c2 == j, newcol[:, None], a)
             tl.store(hp + r2 * n + c2, a, mask=msk)
-            vb = tl.where((r2 > c2) & colok, a, tl.where((r2 == c2) & colok, 1.0, 0.0))
-            xm = tl.where(c2 < jn, vb, a)
+            # x^T P also gives x^T V for the columns < j + 1 (x is zero down to row j + 1).
             x = tl.where(r > jn, tl.reduce(tl.where(c2 == jn, a, 0.0), 1, _add), 0.0)
-            s += tl.reduce(xm * x[:, None], 0, _add)
-            arow += tl.reduce(tl.where(r2 == jn, xm, 0.0), 0, _add)
+            s += tl.reduce(a * x[:, None], 0, _add)
+            arow += tl.reduce(tl.where(r2 == jn, a, 0.0), 0, _add)
+        # The next pass reads elements other threads of this program stored: make them visible.
+        tl.debug_barrier()
     tl.store(TAU + pid * n + k + cols, tauv, mask=cols < kb)
     tl.store(T + pid * (kb * kb) + ti * kb + c2, t, mask=(ti < kb) & colok)
     for r0 in range(0, m, RB):
@@ -195,7 +199,7 @@ def _panel_stream(
         r2 = r[:, None]
         msk = (r2 < m) & colok
         a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
-        vb = tl.where((r2 > c2) & colok, a, tl.where((r2 == c2) & colok, 1.0, 0.0))
+        vb = tl.where(r2 > c2, a, tl.where(r2 == c2, 1.0, 0.0))
         tl.store(V + pid * v_bs + r2 * kb + c2, vb, mask=msk)
 
 
@@ -230,7 +234,7 @@ def _factor_panel(h, tau, v, t, k, kb):
         rb = max(16, min(mb, CHUNK_ELEMS // nbp))
         _panel_stream[(batch,)](
             h, v, t, tau, n, m, kb, k, v_bs, RB=rb, NBP=nbp,
-            num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
+            num_warps=STREAM_WARPS,
         )  # fmt: skip
 
 
@@ -261,8 +265,9 @@ def _qr_fused(
     r3 = idx[None, :, None]
     c3 = idx[None, None, :]
     inb = mok & (r3 < m) & (c3 < m)
-    off = mats[:, None, None] * n * n + (k * n + k) + r3 * n + c3
-    a = tl.load(A + off, mask=inb, other=0.0)
+    off = r3 * n + c3
+    src = (A + (mats * n * n + (k * n + k)))[:, None, None] + off
+    a = tl.load(src, mask=inb, other=0.0)
     tauv = tl.zeros([MPP, BLOCK], tl.float32)
     for j in range(0, m):
         atj = c3 == j
@@ -272,18 +277,18 @@ def _qr_fused(
         x = tl.where(r2 > j, colj, 0.0)
         xx = tl.reduce(x * x, 1, _add)
         refl = xx > 0
-        hyp = tl.sqrt(alpha * alpha + xx)
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
         beta = tl.where(alpha >= 0, -hyp, hyp)
         denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        v = tl.where(atr, 1.0, x / denom[:, None])
-        w = tl.where(c2 > j, tl.reduce(a * v[:, :, None], 1, _add), 0.0)  # v^T A, trailing columns
+        v = tl.where(atr, 1.0, tl.div_rn(x, denom[:, None]))
+        w = tl.where(c2 > j, tl.reduce(a * v[:, :, None], 1, _add), 0.0)  # v^T A, trailing
         a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
         newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
         a = tl.where(atj, newcol[:, :, None], a)
         tauv = tl.where(c2 == j, tau[:, None], tauv)
-    tl.store(H + off, a, mask=inb)
+    tl.store((H + (mats * n * n + (k * n + k)))[:, None, None] + off, a, mask=inb)
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < m))
 
 

@@ -2,28 +2,31 @@
 
 (Seed sources avoid the names of the library QR routines: the harness scans for them.)
 
-Algorithm: split the columns into panels of NB. For panel k (m = n - k rows, kb <= NB columns) one
-Triton program per matrix factors the panel column by column with the dlarfg convention
+Algorithm: split the columns into panels of NB. A Triton kernel factors panel k (m = n - k rows,
+kb <= NB columns) of every matrix column by column with the dlarfg convention
 (beta = -sign(alpha) * hypot(alpha, ||x||), tau = (beta - alpha) / beta, v = [1; x / (alpha -
 beta)]; a column whose part below the diagonal is zero gets tau = 0 and stays as it is), writes R
-and v in place, accumulates the dlarft factor T (Q_panel = I - V T V^T, T[:j, j] = -tau_j
-T[:j, :j] (V[:, :j]^T v_j)) in registers, and finally writes V (unit diagonal, zeros above) and
-Y = V T^T to scratch buffers. The trailing columns C then take two float32 batched matmuls:
-W = V^T C, C -= Y W (that is C <- (I - V T^T V^T) C = Q_panel^T C).
+and v in place, builds the dlarft factor T (Q_panel = I - V T V^T, T[:j, j] = -tau_j
+T[:j, :j] (V[:, :j]^T v_j)) in registers, and writes V (unit diagonal, zeros above) and T to
+scratch buffers. The trailing columns C then take three float32 batched matmuls:
+W = V^T C, W = T^T W, C -= V W (that is C <- Q_panel^T C).
 
 Two panel kernels:
-- `_panel_reg` (padded m * NB <= REG_ELEMS): the whole panel lives in registers as one 2-D
-  block; per column: extract the column (masked sum), its norm, the reflector, w = v^T P (one
-  reduction over rows that also yields V^T v_j for T), P -= tau v w^T. One read and one write.
-- `_panel_stream` (taller panels): the panel is streamed in chunks of CHUNK_ELEMS from global
-  memory (it stays in L2). Each column costs ONE pass: while applying reflector j to a chunk it
-  also accumulates what reflector j + 1 needs (its column's norm, x^T P and the pivot row), since
-  v_{j+1}^T P = P[j+1, :] + (x^T P) / (alpha - beta). NB + 2 passes per panel.
+- `_panel_reg` (padded m * NB <= REG_ELEMS): the panel lives in registers as one block
+  [MPP matrices, rows, NB]; per column: extract the column (masked sum), its norm, the
+  reflector, w = v^T P (one reduction over rows that also yields V^T v_j for T),
+  P -= tau v w^T. One read and one write of the panel. MPP > 1 only for tiny panels on the GPU
+  (GPU_TILE) and in the CPU interpreter (CPU_TILE), where every program costs Python overhead.
+- `_panel_stream` (taller panels, one matrix per program): the panel is streamed in chunks of
+  CHUNK_ELEMS from global memory (it stays in L2). Each column costs ONE pass: while applying
+  reflector j to a chunk it also accumulates what reflector j + 1 needs (its column's norm,
+  x^T P and the pivot row), since v_{j+1}^T P = P[j+1, :] + (x^T P) / (alpha - beta).
+  NB + 2 passes per panel.
 
-Launches: per panel one Triton kernel plus, when trailing columns remain, two cuBLAS matmuls;
-ceil(n / NB) * 3 - 2 in all plus two allocations (e.g. n = 512, NB = 32: 46; n = 4096: 382).
-float32 throughout (no TF32: tl.dot runs with input_precision="ieee"; torch matmuls follow the
-default flags, which keep TF32 off for float32 matmuls).
+Launches: per panel one Triton kernel plus, when trailing columns remain, three cuBLAS matmuls;
+4 * ceil(n / NB) - 3 in all, plus the copy of A (n = 512, NB = 32: 61; n = 4096: 509).
+float32 throughout, no tensor-core TF32 (no tl.dot; torch matmuls follow the default flags, which
+keep TF32 off for float32), IEEE division and square root in the reflector (div_rn, sqrt_rn).
 
 Cost model: batch * 4/3 n^3 flops, ~ (1 - NB / n) of them in the matmuls (memory-bound for
 NB = 32, ~2 reads of the trailing matrix per panel). The panel is one program per matrix: latency
@@ -49,16 +52,18 @@ except ImportError:  # pragma: no cover - older or newer Triton
 FAMILY = "triton-panel-wy"
 TUNABLES = {
     "NB": [16, 32, 64],
-    "REG_ELEMS": [8192, 16384, 32768],
-    "CHUNK_ELEMS": [4096, 8192, 16384],
+    "REG_ELEMS": [4096, 8192, 16384],
+    "CHUNK_ELEMS": [2048, 4096, 8192],
+    "STREAM_WARPS": [8, 16],
     "ELEMS_PER_THREAD": [8, 16, 32],
 }
 NB = 32  # panel width: columns per Triton panel launch
 REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many elements
-CHUNK_ELEMS = 8192  # elements per row chunk when a tall panel is streamed from memory
+CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
+STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread: sets num_warps
 MAX_WARPS = 16
-GPU_TILE = 512  # small panels share a program on the GPU up to this many elements
+GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
 
@@ -88,10 +93,8 @@ def _panel_reg(
     c3 = cols[None, None, :]
     ti = cols[None, :, None]  # row index of T
     inb = mok & (r3 < m) & (c3 < kb)
-    hoff = mats[:, None, None] * n * n + (k * n + k) + r3 * n + c3
-    a = tl.load(H + hoff, mask=inb, other=0.0)
-    vshape = (r3 > c3) & (c3 < kb)  # where V takes the stored vectors
-    vdiag = tl.where((r3 == c3) & (c3 < kb), 1.0, 0.0)
+    hptr = (H + (mats * n * n + (k * n + k)))[:, None, None] + (r3 * n + c3)
+    a = tl.load(hptr, mask=inb, other=0.0)
     tauv = tl.zeros([MPP, NBP], tl.float32)
     t = tl.zeros([MPP, NBP, NBP], tl.float32)  # T[i, c] at [:, i, c]
     for j in range(0, kb):
@@ -102,15 +105,15 @@ def _panel_reg(
         x = tl.where(r2 > j, colj, 0.0)
         xx = tl.reduce(x * x, 1, _add)
         refl = xx > 0
-        hyp = tl.sqrt(alpha * alpha + xx)
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
         beta = tl.where(alpha >= 0, -hyp, hyp)
         denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        v = tl.where(atr, 1.0, x / denom[:, None])
-        # One reduction gives v^T P for the trailing columns (w) and V[:, :j]^T v (for T).
-        xm = tl.where(c3 < j, tl.where(vshape, a, vdiag), a)
-        wg = tl.reduce(xm * v[:, :, None], 1, _add)  # [MPP, NBP]
+        v = tl.where(atr, 1.0, tl.div_rn(x, denom[:, None]))
+        # One reduction gives v^T P for the trailing columns (w) and V[:, :j]^T v (for T): v is
+        # zero above row j, and below row j > c column c of the block holds v_c itself.
+        wg = tl.reduce(a * v[:, :, None], 1, _add)  # [MPP, NBP]
         w = tl.where(c2 > j, wg, 0.0)
         a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
         newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
@@ -120,12 +123,13 @@ def _panel_reg(
         tg = tl.reduce(t * tl.where(c2 < j, wg, 0.0)[:, None, :], 2, _add)  # [MPP, NBP] T rows
         tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(c2 == j, tau[:, None], 0.0))
         t = tl.where(atj, tcol[:, :, None], t)
-    tl.store(H + hoff, a, mask=inb)
+    tl.store(hptr, a, mask=inb)
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < kb))
-    voff = mats[:, None, None] * v_bs + r3 * kb + c3
-    tl.store(V + voff, tl.where(vshape, a, vdiag), mask=inb)
-    toff = mats[:, None, None] * (kb * kb) + ti * kb + c3
-    tl.store(T + toff, t, mask=mok & (ti < kb) & (c3 < kb))
+    vptr = (V + mats * v_bs)[:, None, None] + (r3 * kb + c3)
+    vblock = tl.where(r3 > c3, a, tl.where(r3 == c3, 1.0, 0.0))
+    tl.store(vptr, vblock, mask=inb)
+    tptr = (T + mats * (kb * kb))[:, None, None] + (ti * kb + c3)
+    tl.store(tptr, t, mask=mok & (ti < kb) & (c3 < kb))
 
 
 @triton.jit
@@ -155,17 +159,17 @@ def _panel_stream(
     tauv = tl.zeros([NBP], tl.float32)
     t = tl.zeros([NBP, NBP], tl.float32)
     for j in range(0, kb):
-        # Reflector j from the statistics: X = [V | P] (V in the columns < j), s = x^T X,
-        # arow = X[j, :], so v^T X = arow + s / (alpha - beta).
+        # Reflector j from the statistics s = x^T P, arow = P[j, :]: v^T P = arow + s / (alpha -
+        # beta); in the columns < j that is V^T v (for T), in the columns > j it is w.
         alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
         xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
         refl = xx > 0
-        hyp = tl.sqrt(alpha * alpha + xx)
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
         beta = tl.where(alpha >= 0, -hyp, hyp)
         denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -denom / tl.where(refl, beta, 1.0), 0.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        wg = arow + s / denom
+        wg = arow + tl.div_rn(s, denom)
         w = tl.where(cols > j, wg, 0.0)
         tauv = tl.where(cols == j, tau, tauv)
         tg = tl.reduce(t * tl.where(cols < j, wg, 0.0)[None, :], 1, _add)
@@ -181,16 +185,17 @@ def _panel_stream(
             msk = (r2 < m) & colok
             a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
             colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
-            v = tl.where(r == j, 1.0, tl.where(r > j, colj / denom, 0.0))
+            v = tl.where(r == j, 1.0, tl.where(r > j, tl.div_rn(colj, denom), 0.0))
             a = a - tau * (v[:, None] * w[None, :])
             newcol = tl.where(r > j, v, tl.where(r == j, diag, colj))
             a = tl.where(c2 == j, newcol[:, None], a)
             tl.store(hp + r2 * n + c2, a, mask=msk)
-            vb = tl.where((r2 > c2) & colok, a, tl.where((r2 == c2) & colok, 1.0, 0.0))
-            xm = tl.where(c2 < jn, vb, a)
+            # x^T P also gives x^T V for the columns < j + 1 (x is zero down to row j + 1).
             x = tl.where(r > jn, tl.reduce(tl.where(c2 == jn, a, 0.0), 1, _add), 0.0)
-            s += tl.reduce(xm * x[:, None], 0, _add)
-            arow += tl.reduce(tl.where(r2 == jn, xm, 0.0), 0, _add)
+            s += tl.reduce(a * x[:, None], 0, _add)
+            arow += tl.reduce(tl.where(r2 == jn, a, 0.0), 0, _add)
+        # The next pass reads elements other threads of this program stored: make them visible.
+        tl.debug_barrier()
     tl.store(TAU + pid * n + k + cols, tauv, mask=cols < kb)
     tl.store(T + pid * (kb * kb) + ti * kb + c2, t, mask=(ti < kb) & colok)
     for r0 in range(0, m, RB):
@@ -198,7 +203,7 @@ def _panel_stream(
         r2 = r[:, None]
         msk = (r2 < m) & colok
         a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
-        vb = tl.where((r2 > c2) & colok, a, tl.where((r2 == c2) & colok, 1.0, 0.0))
+        vb = tl.where(r2 > c2, a, tl.where(r2 == c2, 1.0, 0.0))
         tl.store(V + pid * v_bs + r2 * kb + c2, vb, mask=msk)
 
 
@@ -233,7 +238,7 @@ def _factor_panel(h, tau, v, t, k, kb):
         rb = max(16, min(mb, CHUNK_ELEMS // nbp))
         _panel_stream[(batch,)](
             h, v, t, tau, n, m, kb, k, v_bs, RB=rb, NBP=nbp,
-            num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
+            num_warps=STREAM_WARPS,
         )  # fmt: skip
 
 

@@ -1,0 +1,179 @@
+"""The Triton QR seeds (kernels/qr/seeds/triton_fused.py, triton_panel_wy.py) on the CPU.
+
+Triton runs in its interpreter here (conftest sets TRITON_INTERPRET=1), which executes the same
+kernel source the GPU compiles. Each path of each seed is forced at small n through its module
+constants: the fused whole-matrix kernel, register panels, streamed panels (several row chunks
+per panel), several matrices per program with a partly empty last program. Every factorization
+is judged by the task's own checker, one matrix of every input family per batch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from cockpit.harness.judge import Options, evaluate
+from cockpit.harness.task import load_task
+
+TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "qr"
+SEED_FILES = {"fused": "triton_fused.py", "panel_wy": "triton_panel_wy.py"}
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"qr_triton_test_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = _load(TASK_DIR / "reference.py")
+SEEDS = {name: _load(TASK_DIR / "seeds" / f) for name, f in SEED_FILES.items()}
+BASE_FAMILIES = [f for f in ref.FAMILIES if f != "mixed"]
+
+# (seed, module constants) for every code path; {} = the shipped defaults.
+PATHS = {
+    "fused-default": ("fused", {}),  # fused kernel up to 64, panels + fused tail at 70
+    "fused-blocked-registers": ("fused", {"FUSED_MAX_N": 8, "NB": 8}),
+    "fused-blocked-streamed": (
+        "fused",
+        {"FUSED_MAX_N": 4, "NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128},
+    ),
+    "wy-default": ("panel_wy", {}),  # one register panel up to 32, then blocked
+    "wy-registers-nb8": ("panel_wy", {"NB": 8}),
+    "wy-streamed": ("panel_wy", {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128}),
+}
+SIZES = [1, 2, 3, 17, 33, 48, 70]
+STREAMED_SIZES = [2, 3, 17]  # n = 17: 3 panels of 2 row chunks; the interpreter is slow here
+
+
+def every_family(n: int, seed: int = 0) -> torch.Tensor:
+    """One matrix of each input family, plus two of a mixed batch: (10, n, n)."""
+    parts = [
+        ref.make_inputs({"batch": 1, "n": n, "cond": 2, "family": f}, seed, "cpu")[0]
+        for f in BASE_FAMILIES
+    ]
+    parts.append(
+        ref.make_inputs({"batch": 2, "n": n, "cond": 2, "family": "mixed"}, seed, "cpu")[0]
+    )
+    return torch.cat(parts)
+
+
+def run(seed: str, a: torch.Tensor, monkeypatch, **constants) -> tuple[torch.Tensor, torch.Tensor]:
+    module = SEEDS[seed]
+    for name, value in constants.items():
+        assert hasattr(module, name), name
+        monkeypatch.setattr(module, name, value)
+    before = a.clone()
+    h, tau = module.kernel(a)
+    assert torch.equal(a, before), "the seed modified its input"
+    return h, tau
+
+
+def assert_passes(a: torch.Tensor, out, what: str) -> None:
+    ok, metrics = ref.check((a,), out)
+    assert ok, f"{what}: {metrics['message']}"
+
+
+def _path_params() -> list:
+    out = []
+    for name in PATHS:
+        sizes = STREAMED_SIZES if "streamed" in name else SIZES
+        out += [pytest.param(name, n, id=f"{name}-n{n}") for n in sizes]
+    return out
+
+
+@pytest.mark.parametrize(("path", "n"), _path_params())
+def test_every_path_factors_every_family(path, n, monkeypatch):
+    seed, constants = PATHS[path]
+    a = every_family(n)
+    assert_passes(a, run(seed, a, monkeypatch, **constants), f"{path} n={n}")
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+@pytest.mark.parametrize("n", [5, 40])
+def test_several_matrices_per_program_with_a_partly_empty_last_program(seed, n, monkeypatch):
+    block = triton_block(n)
+    a = ref.make_inputs({"batch": 5, "n": n, "cond": 2, "family": "mixed"}, 3, "cpu")[0]
+    # 2 matrices per program (3 programs, the last one half empty) for the fused kernel and for
+    # register panels alike: CPU_TILE = 2 tiles of the largest block either kernel uses.
+    out = run(seed, a, monkeypatch, CPU_TILE=2 * block * block)
+    assert_passes(a, out, f"{seed} n={n}")
+
+
+def triton_block(n: int) -> int:
+    return max(2, 1 << (n - 1).bit_length())
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_huge_batches_of_tiny_matrices(seed, monkeypatch):
+    for n, batch in ((1, 700), (2, 300)):
+        a = ref.make_inputs({"batch": batch, "n": n, "cond": 2, "family": "mixed"}, 5, "cpu")[0]
+        assert_passes(a, run(seed, a, monkeypatch), f"{seed} n={n} batch={batch}")
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_tiny_matrices_share_a_program_on_the_gpu_and_larger_ones_do_not(seed):
+    per_program = SEEDS[seed]._per_program
+    assert per_program(50000, 2 * 2, True) >= 64  # n = 2: many matrices per program
+    assert per_program(20, 32 * 32, True) == 1  # n = 32: one matrix per program
+    assert per_program(3, 2 * 2, True) == 4  # never more than the (rounded-up) batch
+
+
+@pytest.mark.parametrize("path", ["fused-default", "wy-default", "wy-streamed"])
+def test_zero_columns_get_tau_zero_and_stay_untouched(path, monkeypatch):
+    seed, constants = PATHS[path]
+    a = ref.make_inputs({"batch": 2, "n": 6, "cond": 1, "family": "upper"}, 0, "cpu")[0]
+    h, tau = run(seed, a, monkeypatch, **constants)
+    assert torch.equal(tau, torch.zeros_like(tau)) and torch.equal(h, a)
+    z = torch.zeros(2, 5, 5)
+    h, tau = run(seed, z, monkeypatch, **constants)
+    assert torch.equal(h, z) and torch.equal(tau, torch.zeros_like(tau))
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_factors_match_the_reference_up_to_rounding(seed, monkeypatch):
+    a = ref.make_inputs({"batch": 3, "n": 40, "cond": 1, "family": "dense"}, 1, "cpu")[0]
+    h, tau = run(seed, a, monkeypatch)
+    h_ref, tau_ref = ref.reference(a)  # same dlarfg sign convention: same factors
+    assert torch.allclose(h, h_ref, atol=2e-4, rtol=1e-3)
+    assert torch.allclose(tau, tau_ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_every_declared_tunable_value_still_factors_correctly(seed, monkeypatch):
+    module = SEEDS[seed]
+    a = ref.make_inputs({"batch": 3, "n": 70, "cond": 2, "family": "mixed"}, 2, "cpu")[0]
+    for name, values in module.TUNABLES.items():
+        for value in values:
+            if value == getattr(module, name):
+                continue
+            with monkeypatch.context() as m:
+                assert_passes(a, run(seed, a, m, **{name: value}), f"{seed} {name}={value}")
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_source_is_clean_for_the_static_scan(seed):
+    from cockpit.harness.static_scan import scan
+
+    task = load_task("qr")
+    text = (TASK_DIR / "seeds" / SEED_FILES[seed]).read_text()
+    assert scan(text, task.forbidden) == []
+    assert not [w for w in task.forbidden if w.lower() in text.lower()]
+    assert SEEDS[seed].FAMILY in {"fused-small-n", "triton-panel-wy"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_harness_passes_the_seed_in_quick_mode_on_the_cpu_shapes(seed):
+    task = load_task("qr")
+    result = evaluate(
+        task, TASK_DIR / "seeds" / SEED_FILES[seed], Options(device="cpu", mode="quick")
+    )
+    assert result.status == "ok", [(r.kind, r.shape, r.message) for r in result.reasons[:5]]
+    assert result.shapes and all(s.ok for s in result.shapes)
+    assert not result.baseline_exempt and result.profile.get("family") == SEEDS[seed].FAMILY
