@@ -592,6 +592,89 @@ class Arena:
             return "library"
         return "custom"
 
+    # --- A/B comparison (judge.compare) -------------------------------------------------------
+    def load_b(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Import a second candidate (the incumbent, B) beside the loaded one (A), for `compare`.
+        Both have passed their own evaluations; this process only times them against each other."""
+        # the judge's own file, never a name taken from a message
+        path = Path(self.cfg["workdir"]) / "candidate_b.py"
+        try:
+            spec = importlib.util.spec_from_file_location("candidate_b", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["candidate_b"] = module
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001 - any import failure is a verdict
+            kind, message = _classify(exc)
+            return {
+                "ok": False,
+                "kind": "import_error" if kind == "exception" else kind,
+                "message": message,
+            }
+        kernel = getattr(module, "kernel", None)
+        if not callable(kernel):
+            return {"ok": False, "kind": "no_kernel", "message": "B defines no callable `kernel`"}
+        self.kernel_b = kernel
+        return {"ok": True, "integrity": self._diff()}
+
+    def _timed_with(self, fn: Any, inp: list[torch.Tensor]) -> float:
+        """One timed call of `fn` (A's or B's kernel), as `_timed_call` times A."""
+        if not self.cuda:
+            h0 = _perf_ns()
+            try:
+                fn(*inp)
+            except BaseException as exc:  # noqa: BLE001
+                raise CallFailed(*_classify(exc)) from None
+            return (_perf_ns() - h0) / 1000.0
+        torch.cuda.synchronize(self.device)
+        if self.cudart is not None:
+            self.cudart.cudaCtxResetPersistingL2Cache()
+        self.flush.fill_(float(len(inp)))
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        try:
+            fn(*inp)
+        except BaseException as exc:  # noqa: BLE001
+            raise CallFailed(*_classify(exc)) from None
+        end.record()
+        torch.cuda.synchronize(self.device)
+        return start.elapsed_time(end) * 1000.0
+
+    def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Interleaved timing of A and B in this one process: each round times both on the same
+        fresh input, in a random order (so drift, clocks and cache state hit both alike), until
+        both series meet the policy's stopping rule."""
+        kernel_b = getattr(self, "kernel_b", None)
+        if kernel_b is None:
+            return {"ok": False, "kind": "protocol", "message": "compare before load_b"}
+        pol = Policy(**msg["policy"])
+        pool = [
+            [wire.unpack(m, self.exchange, self.device) for m in entry] for entry in msg["pool"]
+        ]
+        rng = random.Random(msg["seed"])
+        for _ in range(max(pol.warmup_calls, 1)):
+            inp, _ = self._fresh(pool, rng)
+            self._timed_with(self.kernel, inp)
+            self._timed_with(kernel_b, inp)
+        a: list[float] = []
+        b: list[float] = []
+        wall0 = _now_us()
+        stop = ""
+        while not stop:
+            inp, _ = self._fresh(pool, rng)
+            if rng.random() < 0.5:
+                a.append(self._timed_with(self.kernel, inp))
+                b.append(self._timed_with(kernel_b, inp))
+            else:
+                b.append(self._timed_with(kernel_b, inp))
+                a.append(self._timed_with(self.kernel, inp))
+            wall = (_now_us() - wall0) / 1e6
+            # both converged, or either hit a hard limit (samples, total time, wall clock)
+            rules = [should_stop(a, wall, pol), should_stop(b, wall, pol)]
+            hard = [r for r in rules if r and r != "converged"]
+            stop = hard[0] if hard else ("converged" if all(rules) else "")
+        return {"ok": True, "a": a, "b": b, "stop": stop, "integrity": self._diff()}
+
     # --- loop -----------------------------------------------------------------------------------
     def serve(self) -> None:
         while True:
@@ -604,7 +687,13 @@ class Arena:
             if op == "bye":
                 return
             try:
-                reply = {"verify": self.verify, "time": self.time, "profile": self.profile}[op](msg)
+                reply = {
+                    "verify": self.verify,
+                    "time": self.time,
+                    "profile": self.profile,
+                    "load_b": self.load_b,
+                    "compare": self.compare,
+                }[op](msg)
             except CallFailed as exc:
                 reply = {"ok": False, "kind": exc.kind, "message": exc.message}
             except BaseException as exc:  # noqa: BLE001

@@ -724,3 +724,164 @@ def _jsonable_metrics(m: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = str(v)[:200]
     return out
+
+
+# --- A/B comparison of two candidates in one process (the protocol's improvement rule) ---------
+def compare(
+    task: Task,
+    source_a: str,
+    source_b: str,
+    opts: Options | None = None,
+    shapes: list[Shape] | None = None,
+) -> dict[str, Any]:
+    """Is challenger A faster than incumbent B? Both are loaded into one arena process and their
+    timed calls interleaved on the same fresh inputs (`arena.compare`), per timed shape; each
+    shape gets `timing.compare_interleaved`, and the verdict is on the weighted geometric mean
+    of the per-shape ratios with a 95% interval (delta method on the logs). Timing only: both
+    candidates must have passed their own evaluations (nothing is verified here).
+
+    Returns {"ok", "faster", "ratio" (B time / A time: > 1 means A is faster), "ci_low",
+    "ci_high", "shapes": [{"shape", "ratio", "ci_low", "ci_high", "faster", "n", "stop"}],
+    "wall_s"}, or {"ok": False, "kind", "message"} when a candidate cannot be loaded or run."""
+    opts = opts or Options()
+    return _Comparison(task, source_a, source_b, opts, shapes).compare()
+
+
+class _Comparison(_Evaluation):
+    def __init__(
+        self, task: Task, source_a: str, source_b: str, opts: Options, shapes: list[Shape] | None
+    ) -> None:
+        super().__init__(
+            task, Path("candidate.py"), source_a, opts, exempt=is_baseline(task, source_a)
+        )
+        self.source_b = source_b
+        self.only = shapes
+
+    def compare(self) -> dict[str, Any]:
+        from cockpit.harness.timing import compare_interleaved
+
+        t0 = time.monotonic()
+        self.deadline = t0 + self.limit
+        if self.opts.static:
+            for name, src in (("A", self.source), ("B", self.source_b)):
+                if is_baseline(self.task, src):
+                    continue
+                findings = scan(src, self.task.forbidden)
+                if findings:
+                    return {
+                        "ok": False,
+                        "kind": findings[0].kind,
+                        "message": f"{name}: {findings[0].message}",
+                    }
+        ref = load_reference(self.task)
+        workdir = Path(tempfile.mkdtemp(prefix="cockpit-ab-"))
+        self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
+        cache = scoring.data_dir() / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
+        (workdir / "candidate.py").write_text(self.source)
+        (workdir / "candidate_b.py").write_text(self.source_b)
+        mem = self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
+        out: dict[str, Any] = {"ok": True, "shapes": []}
+        try:
+            self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
+            try:
+                self._load(workdir, cache, mem)
+            except _Stop:
+                return {"ok": False, **self._first_reason("A")}
+            loaded = self._request({"op": "load_b"})
+            if not loaded.get("ok"):
+                return {
+                    "ok": False,
+                    "kind": loaded.get("kind", "import_error"),
+                    "message": f"B: {loaded.get('message', '')}",
+                }
+            timed = self.only or [s for s in self._shapes("benchmark")] + [
+                s for s in self._shapes("hidden") if s.timed
+            ]
+            for i, shape in enumerate(timed):
+                reply = self._request(
+                    {
+                        "op": "compare",
+                        "pool": self._pool(ref, shape),
+                        "policy": self.policy.__dict__,
+                        "seed": secrets.randbits(62),
+                    }
+                )
+                label = shape.describe() if not shape.hidden else f"hidden #{i}"
+                if not reply.get("ok"):
+                    return {
+                        "ok": False,
+                        "kind": reply.get("kind", "exception"),
+                        "message": f"{label}: {reply.get('message', '')}",
+                    }
+                c = compare_interleaved(reply["a"], reply["b"])
+                out["shapes"].append(
+                    {
+                        "shape": label,
+                        "weight": shape.weight,
+                        "ratio": c.ratio,
+                        "ci_low": c.ci_low,
+                        "ci_high": c.ci_high,
+                        "faster": c.faster,
+                        "n": len(reply["a"]),
+                        "stop": reply.get("stop", ""),
+                    }
+                )
+        except (ArenaTimeout, ArenaOOM, ArenaDied, ProtocolViolation, WireError) as exc:
+            return {
+                "ok": False,
+                "kind": "crash"
+                if isinstance(exc, ArenaDied)
+                else "too_slow"
+                if isinstance(exc, ArenaTimeout)
+                else "integrity",
+                "message": f"{type(exc).__name__}: {exc}",
+            }
+        finally:
+            if self.ch:
+                self.ch.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(self.ex, ignore_errors=True)
+        out.update(_combine(out["shapes"]))
+        out["wall_s"] = time.monotonic() - t0
+        return out
+
+    def _first_reason(self, who: str) -> dict[str, str]:
+        r = self.res.reasons[0] if self.res.reasons else None
+        kind = getattr(r, "kind", "import_error")
+        return {"kind": kind, "message": f"{who}: {getattr(r, 'message', 'did not load')}"}
+
+    def _pool(self, ref: Any, shape: Shape) -> list[list[dict[str, Any]]]:
+        """Input sets for one shape, as `_time_shape` builds them (the arena freshens each call)."""
+        first = tuple(
+            ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
+        )
+        per_set = sum(t.numel() * t.element_size() for t in first)
+        budget = (1 << 30) if self.device != "cpu" else (64 << 20)
+        n_pool = max(2, min(8, budget // max(per_set, 1)))
+        pool = [first] + [
+            tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))
+            for _ in range(n_pool - 1)
+        ]
+        return [[wire.pack(t, self.ex, "p") for t in entry] for entry in pool]
+
+
+def _combine(shapes: list[dict[str, Any]], min_gain: float = 0.03) -> dict[str, Any]:
+    """Weighted geometric mean of the per-shape ratios; 95% interval from the per-shape intervals
+    (each half-width / 1.96 is a standard error; on the log scale, se / ratio)."""
+    if not shapes:
+        return {"ratio": math.nan, "ci_low": math.nan, "ci_high": math.nan, "faster": False}
+    wsum = sum(s["weight"] for s in shapes)
+    log_r = sum(s["weight"] * math.log(s["ratio"]) for s in shapes) / wsum
+    var = sum(
+        (s["weight"] / wsum) ** 2 * ((s["ci_high"] - s["ci_low"]) / (2 * 1.96 * s["ratio"])) ** 2
+        for s in shapes
+    )
+    ratio = math.exp(log_r)
+    lo, hi = math.exp(log_r - 1.96 * math.sqrt(var)), math.exp(log_r + 1.96 * math.sqrt(var))
+    return {
+        "ratio": ratio,
+        "ci_low": lo,
+        "ci_high": hi,
+        "faster": ratio >= 1 + min_gain and lo > 1.0,
+    }

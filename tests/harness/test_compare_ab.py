@@ -1,0 +1,67 @@
+"""The protocol's improvement rule as the harness measures it: challenger and incumbent loaded
+into one arena process, their timed calls interleaved on the same fresh inputs (`judge.compare`),
+on the CPU with the two softmax seeds (PyTorch's kernel, and the Triton seed run by the
+interpreter: orders of magnitude slower here)."""
+
+from __future__ import annotations
+
+import pytest
+from judge_helpers import KERNELS, task_or_skip
+
+from cockpit.harness.judge import Options, compare
+from cockpit.harness.task import Shape
+from cockpit.harness.timing import Policy
+
+EAGER = (KERNELS / "softmax" / "seeds" / "torch_eager.py").read_text()
+TRITON = (KERNELS / "softmax" / "seeds" / "triton_online.py").read_text()
+SHAPE = Shape({"rows": 256, "cols": 512, "dtype": "float32"}, "benchmark")
+POLICY = Policy(
+    min_samples=10,
+    min_total_ms=5.0,
+    target_sem=0.02,
+    max_total_ms=1500.0,
+    max_wall_s=20.0,
+    max_samples=200,
+    warmup_calls=2,
+    warmup_ms=0.0,
+    check_calls=0,
+)
+
+
+def run(a: str, b: str) -> dict:
+    return compare(
+        task_or_skip("softmax"),
+        a,
+        b,
+        Options(device="cpu", mode="quick", policy=POLICY),
+        shapes=[SHAPE],
+    )
+
+
+def test_the_faster_candidate_wins_the_interleaved_comparison_and_not_the_other_way() -> None:
+    ab = run(EAGER, TRITON)
+    assert ab["ok"], ab
+    (shape,) = ab["shapes"]
+    assert shape["shape"] == "rows=256 cols=512 float32" and shape["n"] >= 2
+    assert ab["faster"] and ab["ratio"] > 2 and ab["ci_low"] > 1, ab
+    ba = run(TRITON, EAGER)
+    assert ba["ok"] and not ba["faster"] and ba["ratio"] < 0.5, ba
+
+
+def test_a_candidate_is_not_significantly_faster_than_itself() -> None:
+    same = run(EAGER, EAGER)
+    assert same["ok"], same
+    assert not same["faster"], same
+    assert 0.5 < same["ratio"] < 2.0 and same["shapes"][0]["n"] >= POLICY.min_samples, same
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "who"),
+    [
+        ("def kernel(x):\n    return x +\n", EAGER, "A"),
+        (EAGER, "import torch\n\nKERNEL = 1\n", "B"),
+    ],
+)
+def test_a_candidate_that_does_not_load_is_an_error_naming_it(a: str, b: str, who: str) -> None:
+    out = run(a, b)
+    assert not out["ok"] and out["message"].startswith(f"{who}: "), out
