@@ -20,7 +20,9 @@ from cockpit.cli import UsageError, _device, _load_task
 
 
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--sessions-dir", help="where sessions live (default: $COCKPIT_SESSIONS_DIR or ./sessions)")
+    s.add_argument(
+        "--sessions-dir", help="where sessions live (default: $COCKPIT_SESSIONS_DIR or ./sessions)"
+    )
 
 
 def _find(args: argparse.Namespace) -> Path:
@@ -51,24 +53,42 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         raise UsageError(f"--beam {args.beam}: choose 1 to 8 branches (3-5 recommended)")
     if args.budget < 1:
         raise UsageError(f"--budget {args.budget}: must be at least 1 evaluation")
-    return EngineConfig(task=str(task_root), device=device, beam=args.beam, budget=args.budget,
-                        mode=args.mode, agent=args.agent, model=getattr(args, "model", None),
-                        plateau_window=args.plateau, seed=args.seed,
-                        extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {})
+    return EngineConfig(
+        task=str(task_root),
+        device=device,
+        beam=args.beam,
+        budget=args.budget,
+        mode=args.mode,
+        agent=args.agent,
+        model=getattr(args, "model", None),
+        plateau_window=args.plateau,
+        seed=args.seed,
+        extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
+    )
 
 
 def _start(folder: Path, detach: bool, headless: bool) -> int:
     if detach:
         log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
-        proc = subprocess.Popen([sys.executable, "-m", "cockpit.cli", "_engine", str(folder)], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=log, start_new_session=True, cwd=os.getcwd())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cockpit.cli", "_engine", str(folder)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            cwd=os.getcwd(),
+        )
         from cockpit.store import engine_pid
 
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and engine_pid(folder) is None:
             if proc.poll() is not None:
-                tail = (folder / "engine.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
-                if proc.returncode == 0:  # nothing left to do (a resumed session whose budget is spent)
+                tail = (folder / "engine.log").read_text(errors="replace").strip().splitlines()[
+                    -1:
+                ] or [""]
+                if (
+                    proc.returncode == 0
+                ):  # nothing left to do (a resumed session whose budget is spent)
                     print(tail[0])
                     return 0
                 raise UsageError(f"the engine exited at once: {tail[0]}")
@@ -88,8 +108,12 @@ def run_engine(folder: Path, headless: bool = True) -> int:
     with SessionRecord.open_readonly(folder) as rec:
         meta = rec.meta()
     cfg = EngineConfig.from_dict(meta.get("config") or {})
-    proposer = make_proposer(load_profile(cfg.agent), model=cfg.model, api_base=cfg.extra.get("api_base"),
-                             transcript=folder / "agent.jsonl")
+    proposer = make_proposer(
+        load_profile(cfg.agent),
+        model=cfg.model,
+        api_base=cfg.extra.get("api_base"),
+        transcript=folder / "agent.jsonl",
+    )
     printer = HeadlessPrinter(cfg.budget) if headless else None
     try:
         engine = Engine(folder, cfg, proposer, printer=printer)
@@ -127,9 +151,15 @@ class HeadlessPrinter:
         )
 
         self.console = Console(highlight=False)
-        self.progress = Progress(TextColumn("[bold]evaluations"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.description}"), console=self.console,
-                                 disable=not self.console.is_terminal)
+        self.progress = Progress(
+            TextColumn("[bold]evaluations"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=self.console,
+            disable=not self.console.is_terminal,
+        )
         self.task = self.progress.add_task("", total=budget)
         self.done = 0
 
@@ -147,23 +177,40 @@ class HeadlessPrinter:
         if kind == "evaluation_finished":
             if info.get("status") != "duplicate":
                 self.done += 1
-            reasons = "; ".join(f"{r.get('kind')}: {str(r.get('message', ''))[:90]}" for r in info.get("reasons", [])[:2])
+            reasons = "; ".join(
+                f"{r.get('kind')}: {str(r.get('message', ''))[:90]}"
+                for r in info.get("reasons", [])[:2]
+            )
             line = f"{c:6s} {b:4s} {info.get('status', '?'):10s} score {fmt_us(info.get('score_us')):>10s}  {reasons}"
             self.progress.console.print(line)
             self.progress.update(self.task, completed=self.done)
         elif kind == "budget_changed":
             self.progress.update(self.task, total=info.get("budget"))
         elif kind == "best_changed":
-            self.progress.console.print(f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} ({info.get('why', '')})[/green]")
+            self.progress.console.print(
+                f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} ({info.get('why', '')})[/green]"
+            )
             self.progress.update(self.task, description=f"best {fmt_us(info.get('score_us'))}")
-        elif kind in ("plateau_detected", "escalated", "branch_state", "branch_created", "branch_forked"):
+        elif kind in (
+            "plateau_detected",
+            "escalated",
+            "branch_state",
+            "branch_created",
+            "branch_forked",
+        ):
             detail = info.get("reason") or info.get("family") or info.get("state") or ""
             self.progress.console.print(f"[yellow]{kind.replace('_', ' ')} {b}: {detail}[/yellow]")
         elif kind == "command_acked":
             mark = "✓" if info.get("ok") else "✗"
-            self.progress.console.print(f"[cyan]{mark} command {info.get('kind')}: {info.get('message')}[/cyan]")
+            self.progress.console.print(
+                f"[cyan]{mark} command {info.get('kind')}: {info.get('message')}[/cyan]"
+            )
         elif kind == "proposal_failed":
             self.progress.console.print(f"[dim]{b}: no proposal ({info.get('reason')})[/dim]")
+        elif kind == "proposal_cancelled":
+            self.progress.console.print(
+                f"[dim]{b}: proposal cancelled ({info.get('reason')})[/dim]"
+            )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -173,11 +220,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     device = _device(args.device)
     cfg = _config(args, task.root, device)
     try:
-        folder = create_session(args.session, task=task.name, device=device, sessions_dir=args.sessions_dir,
-                                config=cfg.to_dict())
+        folder = create_session(
+            args.session,
+            task=task.name,
+            device=device,
+            sessions_dir=args.sessions_dir,
+            config=cfg.to_dict(),
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if not args.detach and not getattr(args, "headless", False) and sys.stdin.isatty() and sys.stdout.isatty():
+    if (
+        not args.detach
+        and not getattr(args, "headless", False)
+        and sys.stdin.isatty()
+        and sys.stdout.isatty()
+    ):
         # a person at a terminal gets the cockpit; the engine runs detached beside it, so `q`
         # (or a dropped ssh connection) leaves the run going
         rc = _start(folder, True, headless=True)
@@ -224,14 +281,29 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
     infos = list_sessions(args.sessions_dir)
     if args.json:
-        print(json.dumps([{"session": i.name, "task": i.task, "state": i.state, "pid": i.engine_pid,
-                           "candidates": i.candidates, "best_us": i.best_us} for i in infos]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "session": i.name,
+                        "task": i.task,
+                        "state": i.state,
+                        "pid": i.engine_pid,
+                        "candidates": i.candidates,
+                        "best_us": i.best_us,
+                    }
+                    for i in infos
+                ]
+            )
+        )
         return 0
     t = Table(title="sessions", title_justify="left")
     for col in ("session", "task", "device", "state", "candidates", "best"):
         t.add_column(col)
     for i in infos:
-        t.add_row(i.name, i.task or "", i.device or "", i.state, str(i.candidates), fmt_us(i.best_us))
+        t.add_row(
+            i.name, i.task or "", i.device or "", i.state, str(i.candidates), fmt_us(i.best_us)
+        )
     Console().print(t)
     return 0
 
@@ -258,13 +330,40 @@ def status_dict(folder: Path) -> dict[str, Any]:
         "budget": meta.get("budget"),
         "evaluations": len(evaluated),
         "candidates": len(cands),
-        "branches": [{"id": b.id, "family": b.family, "state": b.state, "model": b.model,
-                      "best_candidate": b.best_candidate, "best_us": b.best_us,
-                      "plateaus": b.info.get("plateaus", 0), "reason": b.info.get("state_reason")} for b in branches],
-        "best": {"candidate": best.id, "branch": best.branch, "family": best.family, "score_us": best.score_us,
-                 "geomean_us": best.geomean_us} if best else None,
-        "candidate_list": [{"id": c.id, "branch": c.branch, "family": c.family, "status": c.status,
-                            "geomean_us": c.geomean_us, "score_us": c.score_us, "parent": c.parent} for c in cands],
+        "branches": [
+            {
+                "id": b.id,
+                "family": b.family,
+                "state": b.state,
+                "model": b.model,
+                "best_candidate": b.best_candidate,
+                "best_us": b.best_us,
+                "plateaus": b.info.get("plateaus", 0),
+                "reason": b.info.get("state_reason"),
+            }
+            for b in branches
+        ],
+        "best": {
+            "candidate": best.id,
+            "branch": best.branch,
+            "family": best.family,
+            "score_us": best.score_us,
+            "geomean_us": best.geomean_us,
+        }
+        if best
+        else None,
+        "candidate_list": [
+            {
+                "id": c.id,
+                "branch": c.branch,
+                "family": c.family,
+                "status": c.status,
+                "geomean_us": c.geomean_us,
+                "score_us": c.score_us,
+                "parent": c.parent,
+            }
+            for c in cands
+        ],
     }
 
 
@@ -280,15 +379,23 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     con = Console()
     best = d["best"]
-    con.print(f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
-              f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
-              f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}")
+    con.print(
+        f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
+        f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
+        f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
+    )
     t = Table(title_justify="left")
     for col in ("branch", "family", "state", "best", "candidate", "plateaus"):
         t.add_column(col)
     for b in d["branches"]:
-        t.add_row(b["id"], b["family"] or "", b["state"] or "", fmt_us(b["best_us"]), b["best_candidate"] or "",
-                  str(b["plateaus"]))
+        t.add_row(
+            b["id"],
+            b["family"] or "",
+            b["state"] or "",
+            fmt_us(b["best_us"]),
+            b["best_candidate"] or "",
+            str(b["plateaus"]),
+        )
     con.print(t)
     return 0
 
@@ -328,13 +435,22 @@ def cmd_send(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     a = {k: v for k, v in vars(args).items() if k in COMMAND_KINDS[kind] and v is not None}
     if args.text:
-        key = {"redirect": "instruction", "set_model": "model", "set_budget": "budget", "retire": "reason",
-               "fork": "candidate"}.get(kind)
+        key = {
+            "redirect": "instruction",
+            "set_model": "model",
+            "set_budget": "budget",
+            "retire": "reason",
+            "fork": "candidate",
+        }.get(kind)
         if key is None:
             raise UsageError(f"{kind} takes no positional argument")
         a.setdefault(key, " ".join(args.text))
-    required = {"fork": ["candidate"], "redirect": ["branch", "instruction"], "retire": ["branch"],
-                "set_model": ["model"]}.get(kind, [])
+    required = {
+        "fork": ["candidate"],
+        "redirect": ["branch", "instruction"],
+        "retire": ["branch"],
+        "set_model": ["model"],
+    }.get(kind, [])
     missing = [r for r in required if r not in a]
     if missing:
         raise UsageError(f"{kind} needs --{missing[0]}")
@@ -353,7 +469,9 @@ def cmd_send(args: argparse.Namespace) -> int:
             print(f"{'ok' if cmd.state == 'acked' else 'refused'}: {cmd.ack_message}")
             return 0 if cmd.state == "acked" else 1
         time.sleep(0.1)
-    sys.stderr.write(f"cockpit: command {cid} not acknowledged within {args.timeout:.0f} s (is the engine running?)\n")
+    sys.stderr.write(
+        f"cockpit: command {cid} not acknowledged within {args.timeout:.0f} s (is the engine running?)\n"
+    )
     return 1
 
 
@@ -363,8 +481,11 @@ def _budget_args(a: dict[str, Any]) -> dict[str, Any]:
     if not a:
         raise UsageError("set-budget needs a budget (evaluations), --usd or --tokens")
     out: dict[str, Any] = {}
-    for key, cast, what in (("budget", int, "a whole number of evaluations"), ("usd", float, "an amount in USD"),
-                            ("tokens", int, "a whole number of tokens")):
+    for key, cast, what in (
+        ("budget", int, "a whole number of evaluations"),
+        ("usd", float, "an amount in USD"),
+        ("tokens", int, "a whole number of tokens"),
+    ):
         if key not in a:
             continue
         text = str(a[key]).strip().replace("_", "").replace(",", "")
@@ -404,11 +525,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         s.add_argument("--device", help="cpu or cuda (default: cuda when visible)")
         s.add_argument("--budget", type=int, default=40, help="evaluations in total (default 40)")
         s.add_argument("--beam", type=int, default=4, help="live branches (default 4)")
-        s.add_argument("--agent", default="tuner", help="agent profile under agents/ (default: tuner)")
-        s.add_argument("--model", help="LLM model for every branch, e.g. anthropic/claude-sonnet-4-6 (llm profiles)")
+        s.add_argument(
+            "--agent", default="tuner", help="agent profile under agents/ (default: tuner)"
+        )
+        s.add_argument(
+            "--model",
+            help="LLM model for every branch, e.g. anthropic/claude-sonnet-4-6 (llm profiles)",
+        )
         s.add_argument("--api-base", help="OpenAI-compatible base URL (ollama, vLLM, a proxy)")
         s.add_argument("--mode", choices=["quick", "iterate", "final"], default="iterate")
-        s.add_argument("--plateau", type=int, default=6, help="evaluations without improvement before escalating")
+        s.add_argument(
+            "--plateau",
+            type=int,
+            default=6,
+            help="evaluations without improvement before escalating",
+        )
         s.add_argument("--seed", type=int, default=0)
         _sessions_arg(s)
 
@@ -416,11 +547,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("task")
     run_opts(s)
     s.add_argument("--session", help="session name (default: TASK-DATE-TIME)")
-    s.add_argument("--headless", action="store_true", help="progress bar and one line per evaluation, no cockpit")
-    s.add_argument("--detach", action="store_true", help="run in the background; survives the terminal closing")
+    s.add_argument(
+        "--headless",
+        action="store_true",
+        help="progress bar and one line per evaluation, no cockpit",
+    )
+    s.add_argument(
+        "--detach", action="store_true", help="run in the background; survives the terminal closing"
+    )
     s.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("demo", help="the tuner on softmax with a small budget, on whatever device exists")
+    s = sub.add_parser(
+        "demo", help="the tuner on softmax with a small budget, on whatever device exists"
+    )
     s.add_argument("--device")
     s.add_argument("--headless", action="store_true", help="no cockpit even at a terminal")
     s.add_argument("--budget", type=int, default=10)
@@ -455,11 +594,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     _sessions_arg(s)
     s.set_defaults(func=cmd_stop)
 
-    s = sub.add_parser("send", help="post a command to a session's queue (pause, fork, redirect, ...)")
+    s = sub.add_parser(
+        "send", help="post a command to a session's queue (pause, fork, redirect, ...)"
+    )
     s.__class__ = type("SendParser", (_Intermixed, type(s)), {})
     s.add_argument("session")
-    s.add_argument("command", help="pause | resume | fork | redirect | retire | set-model | set-budget | stop")
-    s.add_argument("text", nargs="*", default=[], help="instruction (redirect), model (set-model), budget, reason, candidate")
+    s.add_argument(
+        "command", help="pause | resume | fork | redirect | retire | set-model | set-budget | stop"
+    )
+    s.add_argument(
+        "text",
+        nargs="*",
+        default=[],
+        help="instruction (redirect), model (set-model), budget, reason, candidate",
+    )
     s.add_argument("--branch")
     s.add_argument("--candidate")
     s.add_argument("--family")
@@ -468,7 +616,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--model")
     s.add_argument("--reason")
     s.add_argument("--budget", help="set-budget: evaluations in total")
-    s.add_argument("--usd", help="set-budget: LLM spending cap in USD for the session (none = no cap)")
+    s.add_argument(
+        "--usd", help="set-budget: LLM spending cap in USD for the session (none = no cap)"
+    )
     s.add_argument("--tokens", help="set-budget: LLM token cap for the session (none = no cap)")
     s.add_argument("--source", default="cli", help="who sent it (shown in the record)")
     s.add_argument("--wait", action="store_true", help="wait for the engine's acknowledgement")

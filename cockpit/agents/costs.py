@@ -70,35 +70,60 @@ class Ledger:
         with self._lock:
             self.caps = Caps(usd, tokens)
 
-    def set_branch_cap(self, branch: str, usd: float | None = None, tokens: int | None = None) -> None:
+    def set_branch_cap(
+        self, branch: str, usd: float | None = None, tokens: int | None = None
+    ) -> None:
         with self._lock:
             self.branch_caps[branch] = Caps(usd, tokens)
 
-    def record(self, branch: str, model: str, prompt_tokens: int, completion_tokens: int,
-               cost_usd: float | None) -> None:
+    def record(
+        self,
+        branch: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost_usd: float | None,
+    ) -> None:
         with self._lock:
-            for s in (self.total, self.branches.setdefault(branch, Spend()), self.models.setdefault(model, Spend())):
+            for s in (
+                self.total,
+                self.branches.setdefault(branch, Spend()),
+                self.models.setdefault(model, Spend()),
+            ):
                 s.add(int(prompt_tokens), int(completion_tokens), cost_usd)
 
     def check(self, branch: str) -> None:
         """Raise BudgetExceeded if a new call for `branch` would start at or past a cap."""
         with self._lock:
-            for scope, caps, spend in (("session", self.caps, self.total),
-                                       ("branch", self.branch_caps.get(branch), self.branches.get(branch, Spend()))):
+            for scope, caps, spend in (
+                ("session", self.caps, self.total),
+                ("branch", self.branch_caps.get(branch), self.branches.get(branch, Spend())),
+            ):
                 if caps is None:
                     continue
                 who = "the session" if scope == "session" else f"branch {branch}"
                 if caps.usd is not None and spend.cost_usd >= caps.usd:
-                    raise BudgetExceeded(f"LLM budget reached for {who}: ${spend.cost_usd:.4f} of ${caps.usd:.4f} spent", scope)
+                    raise BudgetExceeded(
+                        f"LLM budget reached for {who}: ${spend.cost_usd:.4f} of ${caps.usd:.4f} spent",
+                        scope,
+                    )
                 if caps.tokens is not None and spend.tokens >= caps.tokens:
-                    raise BudgetExceeded(f"LLM token budget reached for {who}: {spend.tokens:,} of {caps.tokens:,} tokens used", scope)
+                    raise BudgetExceeded(
+                        f"LLM token budget reached for {who}: {spend.tokens:,} of {caps.tokens:,} tokens used",
+                        scope,
+                    )
 
     def max_tokens_left(self, branch: str, wanted: int) -> int:
         """`wanted`, clamped to the smallest token allowance left (at least 1)."""
         with self._lock:
-            left = [c.tokens - s.tokens for c, s in ((self.caps, self.total),
-                                                     (self.branch_caps.get(branch), self.branches.get(branch, Spend())))
-                    if c is not None and c.tokens is not None]
+            left = [
+                c.tokens - s.tokens
+                for c, s in (
+                    (self.caps, self.total),
+                    (self.branch_caps.get(branch), self.branches.get(branch, Spend())),
+                )
+                if c is not None and c.tokens is not None
+            ]
         return max(1, min([wanted, *left]))
 
     def summary(self) -> dict[str, Any]:
@@ -114,5 +139,10 @@ class Ledger:
         """Rebuild the sums on resume from the per-call records the proposals carried
         (`Proposal.usage["calls_detail"]`), so caps hold across engine restarts."""
         for r in records:
-            self.record(str(r.get("branch", "")), str(r.get("model", "")), int(r.get("prompt_tokens", 0)),
-                        int(r.get("completion_tokens", 0)), r.get("cost_usd"))
+            self.record(
+                str(r.get("branch", "")),
+                str(r.get("model", "")),
+                int(r.get("prompt_tokens", 0)),
+                int(r.get("completion_tokens", 0)),
+                r.get("cost_usd"),
+            )

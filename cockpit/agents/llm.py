@@ -47,7 +47,9 @@ class LLMProposalError(ProposalError):
     """A ProposalError that also carries what the failed attempt cost, and whether the engine
     should pause: "branch" for a provider outage, "session" for a session-wide budget cap."""
 
-    def __init__(self, reason: str, *, usage: dict[str, Any] | None = None, pause: str | None = None) -> None:
+    def __init__(
+        self, reason: str, *, usage: dict[str, Any] | None = None, pause: str | None = None
+    ) -> None:
         reason = str(scrub(reason))
         super().__init__(reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…")
         self.usage = usage or {}
@@ -85,24 +87,26 @@ class _Step:
         completion = sum(c["completion_tokens"] for c in self.calls)
         priced = [c["cost_usd"] for c in self.calls if c["cost_usd"] is not None]
         summary = ledger.summary()
-        return scrub({
-            "calls": len(self.calls),
-            "attempts": self.attempts,
-            "retries": max(0, self.attempts - len(self.calls)),
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "tokens": prompt + completion,
-            "cost_usd": round(sum(priced), 10),
-            "unpriced_calls": len(self.calls) - len(priced),
-            "model": self.calls[-1]["model"] if self.calls else None,
-            "models": sorted({c["model"] for c in self.calls}),
-            "repaired": self.repaired,
-            "reply_errors": self.reply_errors,
-            "provider_errors": self.provider_errors[-5:],
-            "calls_detail": self.calls,
-            "branch_total": summary["branches"].get(self.branch, {}),
-            "session_total": summary["total"],
-        })
+        return scrub(
+            {
+                "calls": len(self.calls),
+                "attempts": self.attempts,
+                "retries": max(0, self.attempts - len(self.calls)),
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "tokens": prompt + completion,
+                "cost_usd": round(sum(priced), 10),
+                "unpriced_calls": len(self.calls) - len(priced),
+                "model": self.calls[-1]["model"] if self.calls else None,
+                "models": sorted({c["model"] for c in self.calls}),
+                "repaired": self.repaired,
+                "reply_errors": self.reply_errors,
+                "provider_errors": self.provider_errors[-5:],
+                "calls_detail": self.calls,
+                "branch_total": summary["branches"].get(self.branch, {}),
+                "session_total": summary["total"],
+            }
+        )
 
 
 # --- litellm, imported late and kept quiet -------------------------------------------------------
@@ -132,8 +136,11 @@ def quiet_litellm(litellm: Any) -> None:
 def _env_settings(s: LLMSettings) -> LLMSettings:
     """Retry/back-off/timeout knobs can be overridden from the environment (tests, slow links)."""
     over: dict[str, Any] = {}
-    for var, name, cast in (("COCKPIT_LLM_RETRIES", "retries", int), ("COCKPIT_LLM_BACKOFF_S", "backoff_s", float),
-                            ("COCKPIT_LLM_TIMEOUT_S", "timeout_s", float)):
+    for var, name, cast in (
+        ("COCKPIT_LLM_RETRIES", "retries", int),
+        ("COCKPIT_LLM_BACKOFF_S", "backoff_s", float),
+        ("COCKPIT_LLM_TIMEOUT_S", "timeout_s", float),
+    ):
         if os.environ.get(var):
             with contextlib.suppress(ValueError):
                 over[name] = cast(os.environ[var])
@@ -143,7 +150,9 @@ def _env_settings(s: LLMSettings) -> LLMSettings:
 def declared_family(source: str) -> str | None:
     try:
         for node in ast.parse(source).body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "FAMILY" for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "FAMILY" for t in node.targets
+            ):
                 value = ast.literal_eval(node.value)
                 return value if isinstance(value, str) and value else None
     except (SyntaxError, ValueError):
@@ -156,9 +165,17 @@ class LLMProposer:
 
     name = "llm"
 
-    def __init__(self, profile: Profile, *, model: str | None = None, api_base: str | None = None,
-                 ledger: Ledger | None = None, transcript: Path | Callable[[dict[str, Any]], None] | None = None,
-                 advisor: Profile | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        model: str | None = None,
+        api_base: str | None = None,
+        ledger: Ledger | None = None,
+        transcript: Path | Callable[[dict[str, Any]], None] | None = None,
+        advisor: Profile | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if profile.proposer != "llm":
             raise ProfileError(f"{profile.path}: not an llm profile")
         self.profile = profile
@@ -171,7 +188,9 @@ class LLMProposer:
                     raise ProfileError(f"--{name.replace('_', '-')} {exc}") from None
         # an api_base given with no model is for the profile's model; with a model, for that one
         self.settings = _env_settings(dataclasses.replace(profile.settings(), **over))
-        self.ledger = ledger or Ledger.with_caps(self.settings.budget_usd, self.settings.budget_tokens)
+        self.ledger = ledger or Ledger.with_caps(
+            self.settings.budget_usd, self.settings.budget_tokens
+        )
         self.transcript = transcript
         self.sleep = sleep
         self._lock = threading.Lock()
@@ -190,20 +209,28 @@ class LLMProposer:
         model = request.model or settings.model
         if request.escalation == "model" and self._advisor is not None:
             adv = self._advisor
-            settings, system, model = _env_settings(adv.settings()), adv.prompt, adv.settings().model
+            settings, system, model = (
+                _env_settings(adv.settings()),
+                adv.prompt,
+                adv.settings().model,
+            )
         chain = [model, *[m for m in settings.fallbacks if m != model]]
         step = _Step(request.branch, cancel=request.cancel)
         try:
             messages = build_messages(request, settings, system)
         except Exception as exc:  # noqa: BLE001 - e.g. a task folder that no longer loads
-            raise LLMProposalError(f"could not build the prompt: {type(exc).__name__}: {exc}", pause="branch") from None
+            raise LLMProposalError(
+                f"could not build the prompt: {type(exc).__name__}: {exc}", pause="branch"
+            ) from None
         try:
             if settings.strategy == "best-of-n":
                 return self._best_of_n(request, settings, chain, messages, step)
             return self._refine(request, settings, chain, messages, step)
         except BudgetExceeded as exc:
             last = f" (last reply: {step.reply_errors[-1]})" if step.reply_errors else ""
-            raise LLMProposalError(exc.reason + last, usage=step.usage(self.ledger), pause=exc.scope) from None
+            raise LLMProposalError(
+                exc.reason + last, usage=step.usage(self.ledger), pause=exc.scope
+            ) from None
 
     @property
     def advisor(self) -> Profile | None:
@@ -211,8 +238,14 @@ class LLMProposer:
         return self._advisor
 
     # --- strategies -----------------------------------------------------------------------------
-    def _refine(self, req: ProposalRequest, s: LLMSettings, chain: list[str], messages: list[dict[str, Any]],
-                step: _Step) -> Proposal:
+    def _refine(
+        self,
+        req: ProposalRequest,
+        s: LLMSettings,
+        chain: list[str],
+        messages: list[dict[str, Any]],
+        step: _Step,
+    ) -> Proposal:
         res = self._complete(chain, messages, s, step)
         try:
             parsed, h = self._parse(res.texts[0], req, s)
@@ -220,17 +253,27 @@ class LLMProposer:
             step.reply_errors.append(first.line())
             step.repaired = True
             retry_chain = [res.model, *[m for m in chain if m != res.model]]
-            res = self._complete(retry_chain, repair_messages(messages, res.texts[0], first), s, step, kind="repair")
+            res = self._complete(
+                retry_chain, repair_messages(messages, res.texts[0], first), s, step, kind="repair"
+            )
             try:
                 parsed, h = self._parse(res.texts[0], req, s)
             except ReplyError as second:
                 step.reply_errors.append(second.line())
-                raise LLMProposalError(f"no usable code: {first.line()}; after one repair: {second.line()}",
-                                       usage=step.usage(self.ledger)) from None
+                raise LLMProposalError(
+                    f"no usable code: {first.line()}; after one repair: {second.line()}",
+                    usage=step.usage(self.ledger),
+                ) from None
         return self._proposal(req, parsed, res.model, h, step)
 
-    def _best_of_n(self, req: ProposalRequest, s: LLMSettings, chain: list[str], messages: list[dict[str, Any]],
-                   step: _Step) -> Proposal:
+    def _best_of_n(
+        self,
+        req: ProposalRequest,
+        s: LLMSettings,
+        chain: list[str],
+        messages: list[dict[str, Any]],
+        step: _Step,
+    ) -> Proposal:
         """n choices (one call with `n` where the provider supports it, else n calls). Every usable,
         distinct choice becomes a candidate: the first is returned, the others as its
         `alternatives`; the engine verifies and times them all and keeps the best."""
@@ -254,9 +297,14 @@ class LLMProposer:
                 continue
             good.append((parsed, model, h))
         if not good:
-            raise LLMProposalError(f"none of {len(replies)} choices had usable code: " + "; ".join(step.reply_errors[:3]),
-                                   usage=step.usage(self.ledger))
-        props = [self._proposal(req, p, m, h, step, usage=k == 0) for k, (p, m, h) in enumerate(good)]
+            raise LLMProposalError(
+                f"none of {len(replies)} choices had usable code: "
+                + "; ".join(step.reply_errors[:3]),
+                usage=step.usage(self.ledger),
+            )
+        props = [
+            self._proposal(req, p, m, h, step, usage=k == 0) for k, (p, m, h) in enumerate(good)
+        ]
         for k, prop in enumerate(props, start=1):
             prop.note = f"choice {k}/{len(replies)}: {prop.note}"[:400]
         first = props[0]
@@ -274,22 +322,50 @@ class LLMProposer:
         parsed = parse_reply(text, req.parent_source, max_chars=s.max_reply_chars)
         h = source_hash(parsed.source)
         if h in req.tried_hashes:
-            raise ReplyError("duplicate", "the code is the same as a candidate already evaluated "
-                                          "(comments and formatting aside)")
+            raise ReplyError(
+                "duplicate",
+                "the code is the same as a candidate already evaluated "
+                "(comments and formatting aside)",
+            )
         return parsed, h
 
-    def _proposal(self, req: ProposalRequest, parsed: ParsedReply, model: str, h: str, step: _Step,
-                  usage: bool = True) -> Proposal:
+    def _proposal(
+        self,
+        req: ProposalRequest,
+        parsed: ParsedReply,
+        model: str,
+        h: str,
+        step: _Step,
+        usage: bool = True,
+    ) -> Proposal:
         family = req.family
         if req.escalation == "family":
             family = declared_family(parsed.source) or family
-        note = parsed.form + (" (repaired)" if step.repaired else "") + (f": {parsed.note}" if parsed.note else "")
-        return Proposal(source=parsed.source, family=family, note=str(scrub(note))[:400], model=model,
-                        usage=step.usage(self.ledger) if usage else {}, source_hash=h)
+        note = (
+            parsed.form
+            + (" (repaired)" if step.repaired else "")
+            + (f": {parsed.note}" if parsed.note else "")
+        )
+        return Proposal(
+            source=parsed.source,
+            family=family,
+            note=str(scrub(note))[:400],
+            model=model,
+            usage=step.usage(self.ledger) if usage else {},
+            source_hash=h,
+        )
 
     # --- calls, retries, fallbacks --------------------------------------------------------------
-    def _complete(self, chain: list[str], messages: list[dict[str, Any]], s: LLMSettings, step: _Step,
-                  *, n: int = 1, kind: str = "call") -> CallResult:
+    def _complete(
+        self,
+        chain: list[str],
+        messages: list[dict[str, Any]],
+        s: LLMSettings,
+        step: _Step,
+        *,
+        n: int = 1,
+        kind: str = "call",
+    ) -> CallResult:
         lit = import_litellm()
         last = ""
         for model in chain:
@@ -316,8 +392,11 @@ class LLMProposer:
                 self._check_cancel(step)  # a reply that came after the cancel is not used
                 return res
         tried = ", ".join(chain)
-        raise LLMProposalError(f"provider error ({tried}; {step.attempts} attempts): {last}",
-                               usage=step.usage(self.ledger), pause="branch")
+        raise LLMProposalError(
+            f"provider error ({tried}; {step.attempts} attempts): {last}",
+            usage=step.usage(self.ledger),
+            pause="branch",
+        )
 
     def _check_cancel(self, step: _Step) -> None:
         if step.cancelled():
@@ -330,15 +409,31 @@ class LLMProposer:
         elif step.cancel.wait(seconds):
             self._check_cancel(step)
 
-    def _record_call(self, lit: Any, step: _Step, model: str, messages: list[dict[str, Any]], resp: Any,
-                     texts: list[str]) -> None:
+    def _record_call(
+        self,
+        lit: Any,
+        step: _Step,
+        model: str,
+        messages: list[dict[str, Any]],
+        resp: Any,
+        texts: list[str],
+    ) -> None:
         prompt_t, completion_t = _tokens(lit, resp, model, messages, texts)
         cost = _cost(lit, model, prompt_t, completion_t)
         self.ledger.record(step.branch, model, prompt_t, completion_t, cost)
-        step.calls.append({"branch": step.branch, "model": model, "prompt_tokens": prompt_t,
-                           "completion_tokens": completion_t, "cost_usd": None if cost is None else round(cost, 10)})
+        step.calls.append(
+            {
+                "branch": step.branch,
+                "model": model,
+                "prompt_tokens": prompt_t,
+                "completion_tokens": completion_t,
+                "cost_usd": None if cost is None else round(cost, 10),
+            }
+        )
 
-    def _read_stream(self, lit: Any, stream: Any, step: _Step, model: str, messages: list[dict[str, Any]]) -> list[Any]:
+    def _read_stream(
+        self, lit: Any, stream: Any, step: _Step, model: str, messages: list[dict[str, Any]]
+    ) -> list[Any]:
         """The stream's chunks; a cancel between chunks closes it and raises ProposalCancelled,
         after recording what the partial reply cost (counted, as the provider bills it)."""
         chunks = []
@@ -348,18 +443,32 @@ class LLMProposer:
                 with contextlib.suppress(Exception):
                     inner = getattr(stream, "completion_stream", None)
                     (getattr(inner, "close", None) or getattr(stream, "close", lambda: None))()
-                partial = "".join((getattr(getattr(c.choices[0], "delta", None), "content", None) or "")
-                                  for c in chunks if getattr(c, "choices", None))
+                partial = "".join(
+                    (getattr(getattr(c.choices[0], "delta", None), "content", None) or "")
+                    for c in chunks
+                    if getattr(c, "choices", None)
+                )
                 self._record_call(lit, step, model, messages, None, [partial])
                 self._check_cancel(step)
         return chunks
 
-    def _call_once(self, lit: Any, model: str, messages: list[dict[str, Any]], s: LLMSettings, step: _Step,
-                   n: int) -> CallResult:
+    def _call_once(
+        self,
+        lit: Any,
+        model: str,
+        messages: list[dict[str, Any]],
+        s: LLMSettings,
+        step: _Step,
+        n: int,
+    ) -> CallResult:
         kw: dict[str, Any] = {
-            "model": model, "messages": messages, "temperature": s.temperature,
+            "model": model,
+            "messages": messages,
+            "temperature": s.temperature,
             "max_tokens": self.ledger.max_tokens_left(step.branch, s.max_tokens),
-            "timeout": s.timeout_s, "num_retries": 0, "max_retries": 0,
+            "timeout": s.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
             "drop_params": True,  # e.g. temperature on models that take none: dropped, not an error
         }
         if s.api_base and provider_of(model) == provider_of(s.model):
@@ -383,23 +492,46 @@ class LLMProposer:
             resp = lit.completion(**kw)
         texts = [(c.message.content or "") if c.message else "" for c in resp.choices]
         self._record_call(lit, step, model, messages, resp, texts)
-        return CallResult(texts or [""], str(resp.choices[0].finish_reason or "") if resp.choices else "", model)
+        return CallResult(
+            texts or [""], str(resp.choices[0].finish_reason or "") if resp.choices else "", model
+        )
 
     def _supports_n(self, model: str) -> bool:
         try:
             lit = import_litellm()
-            params = lit.get_supported_openai_params(model=model.split("/", 1)[-1],
-                                                     custom_llm_provider=provider_of(model)) or []
+            params = (
+                lit.get_supported_openai_params(
+                    model=model.split("/", 1)[-1], custom_llm_provider=provider_of(model)
+                )
+                or []
+            )
         except Exception:  # noqa: BLE001 - unknown provider: ask n times instead
             return False
-        return "n" in params and provider_of(model) in ("openai", "hosted_vllm", "azure", "deepseek", "together_ai")
+        return "n" in params and provider_of(model) in (
+            "openai",
+            "hosted_vllm",
+            "azure",
+            "deepseek",
+            "together_ai",
+        )
 
     # --- transcript -------------------------------------------------------------------------------
-    def _log(self, step: _Step, model: str, kind: str, messages: list[dict[str, Any]], **extra: Any) -> None:
+    def _log(
+        self, step: _Step, model: str, kind: str, messages: list[dict[str, Any]], **extra: Any
+    ) -> None:
         if self.transcript is None:
             return
-        entry = scrub({"t": time.time(), "branch": step.branch, "model": model, "kind": kind,
-                       "attempt": step.attempts, "messages": messages, **extra})
+        entry = scrub(
+            {
+                "t": time.time(),
+                "branch": step.branch,
+                "model": model,
+                "kind": kind,
+                "attempt": step.attempts,
+                "messages": messages,
+                **extra,
+            }
+        )
         if callable(self.transcript):
             self.transcript(entry)
             return
@@ -408,7 +540,9 @@ class LLMProposer:
             fh.write(line + "\n")
 
 
-def _tokens(lit: Any, resp: Any, model: str, messages: list[dict[str, Any]], texts: list[str]) -> tuple[int, int]:
+def _tokens(
+    lit: Any, resp: Any, model: str, messages: list[dict[str, Any]], texts: list[str]
+) -> tuple[int, int]:
     usage = getattr(resp, "usage", None)
     p = getattr(usage, "prompt_tokens", None) if usage else None
     c = getattr(usage, "completion_tokens", None) if usage else None
@@ -439,9 +573,22 @@ def _status(exc: BaseException) -> int | None:
 def _retryable(lit: Any, exc: BaseException) -> bool:
     if isinstance(exc, _DroppedStream):
         return True
-    classes = tuple(c for c in (getattr(lit, n, None) for n in (
-        "RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError", "Timeout",
-        "APIConnectionError", "MidStreamFallbackError")) if isinstance(c, type))
+    classes = tuple(
+        c
+        for c in (
+            getattr(lit, n, None)
+            for n in (
+                "RateLimitError",
+                "InternalServerError",
+                "ServiceUnavailableError",
+                "BadGatewayError",
+                "Timeout",
+                "APIConnectionError",
+                "MidStreamFallbackError",
+            )
+        )
+        if isinstance(c, type)
+    )
     if classes and isinstance(exc, classes):
         return True
     code = _status(exc)
@@ -449,7 +596,12 @@ def _retryable(lit: Any, exc: BaseException) -> bool:
         return code in RETRY_STATUS or code >= 500
     # connection-level failures from the HTTP stack (reset, refused, incomplete read)
     return isinstance(exc, ConnectionError | TimeoutError) or type(exc).__name__ in (
-        "RemoteProtocolError", "ReadError", "ReadTimeout", "ConnectError", "ConnectTimeout")
+        "RemoteProtocolError",
+        "ReadError",
+        "ReadTimeout",
+        "ConnectError",
+        "ConnectTimeout",
+    )
 
 
 def _backoff(exc: BaseException, base: float, attempt: int) -> float:
@@ -466,7 +618,7 @@ def _backoff(exc: BaseException, base: float, attempt: int) -> float:
                 when = None
             if when is not None:
                 return min(max(when - time.time(), 0.0), MAX_BACKOFF_S)
-    return min(base * (2 ** attempt) * random.uniform(0.8, 1.2), MAX_BACKOFF_S)
+    return min(base * (2**attempt) * random.uniform(0.8, 1.2), MAX_BACKOFF_S)
 
 
 def _describe(exc: BaseException, model: str) -> str:

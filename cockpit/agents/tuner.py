@@ -28,14 +28,20 @@ def read_tunables(source: str) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     choices: dict[str, list[Any]] = {}
     values: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             name = node.targets[0].id
             try:
                 value = ast.literal_eval(node.value)
             except (ValueError, SyntaxError):
                 continue
             if name == "TUNABLES" and isinstance(value, dict):
-                choices = {k: list(v) for k, v in value.items() if isinstance(v, list | tuple) and v}
+                choices = {
+                    k: list(v) for k, v in value.items() if isinstance(v, list | tuple) and v
+                }
             else:
                 values[name] = value
     return choices, {k: values[k] for k in choices if k in values}
@@ -58,7 +64,9 @@ class Tuner:
     def propose(self, request: ProposalRequest) -> Proposal:
         choices, current = read_tunables(request.parent_source)
         if not choices:
-            raise ProposalError(f"{request.family}: the candidate declares no TUNABLES", exhausted=True)
+            raise ProposalError(
+                f"{request.family}: the candidate declares no TUNABLES", exhausted=True
+            )
         rng = random.Random(request.seed)
         from cockpit.engine.beam import source_hash
 
@@ -77,6 +85,12 @@ class Tuner:
             h = source_hash(child)
             if h in request.tried_hashes:
                 continue
-            return Proposal(source=child, family=request.family, note=f"{name}: {current.get(name)!r} -> {value!r}",
-                            source_hash=h)
-        raise ProposalError("every one-step change of the best candidate has been tried", exhausted=True)
+            return Proposal(
+                source=child,
+                family=request.family,
+                note=f"{name}: {current.get(name)!r} -> {value!r}",
+                source_hash=h,
+            )
+        raise ProposalError(
+            "every one-step change of the best candidate has been tried", exhausted=True
+        )

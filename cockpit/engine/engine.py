@@ -141,7 +141,9 @@ _NO = _NoCandidate()
 def read_family(source: str, default: str) -> str:
     try:
         for node in ast.parse(source).body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "FAMILY" for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "FAMILY" for t in node.targets
+            ):
                 value = ast.literal_eval(node.value)
                 if isinstance(value, str) and value:
                     return value
@@ -161,8 +163,14 @@ def load_seeds(task_root: Path) -> list[Seed]:
 
 
 class Engine:
-    def __init__(self, session_dir: Path, config: EngineConfig, proposer: Proposer,
-                 printer: Printer | None = None, pool: Any = None) -> None:
+    def __init__(
+        self,
+        session_dir: Path,
+        config: EngineConfig,
+        proposer: Proposer,
+        printer: Printer | None = None,
+        pool: Any = None,
+    ) -> None:
         from cockpit.store import CandidateRepo
 
         self.dir = session_dir
@@ -183,19 +191,30 @@ class Engine:
         self.paused = False
         self.stopping = False
         self.pool = pool
-        self.inflight: dict[Future, tuple[str, str, Proposal | None, str, int | None]] = {}  # evaluations
+        self.inflight: dict[
+            Future, tuple[str, str, Proposal | None, str, int | None]
+        ] = {}  # evaluations
         self.proposing: dict[str, Job] = {}  # branch -> its proposal in flight
-        self.abandoned: dict[Future, Job] = {}  # cancelled proposals whose threads are still running
+        self.abandoned: dict[
+            Future, Job
+        ] = {}  # cancelled proposals whose threads are still running
         self.ready: list[Ready] = []  # recorded candidates waiting for a worker slot, oldest first
         self.groups: dict[int, Group] = {}  # best-of-n steps being evaluated, by request event id
-        self.paused_by_cap = False  # the session was paused by an LLM budget cap (set-budget lifts it)
+        self.paused_by_cap = (
+            False  # the session was paused by an LLM budget cap (set-budget lifts it)
+        )
         self._ids = itertools.count(1)
         self._rr = 0
         self._deferred: list[tuple[str, dict[str, Any]]] | None = None  # prints held until commit
 
     # --- set-up and resume ----------------------------------------------------------------------
-    def _emit(self, kind: str, payload: dict[str, Any] | None = None, branch: str | None = None,
-              candidate: str | None = None) -> int:
+    def _emit(
+        self,
+        kind: str,
+        payload: dict[str, Any] | None = None,
+        branch: str | None = None,
+        candidate: str | None = None,
+    ) -> int:
         eid = self.record.append(kind, payload or {}, branch=branch, candidate=candidate)
         info = {**(payload or {}), "branch": branch, "candidate": candidate}
         if self._deferred is not None:
@@ -230,8 +249,16 @@ class Engine:
     def start(self) -> None:
         meta = self.record.meta()  # read before session_started records the state as running
         resumed = bool(self.record.branches())
-        self._emit(events.SESSION_STARTED, {"pid": os.getpid(), "host": socket.gethostname(), "resumed": resumed,
-                                            "argv": sys.argv[1:], "config": self.cfg.to_dict()})
+        self._emit(
+            events.SESSION_STARTED,
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "resumed": resumed,
+                "argv": sys.argv[1:],
+                "config": self.cfg.to_dict(),
+            },
+        )
         if meta.get("budget") is not None:
             self.budget = int(meta["budget"])
         if resumed:
@@ -239,7 +266,10 @@ class Engine:
             self._restore_costs(meta)
             if meta.get("state") == "paused":  # the engine died while paused: stay paused
                 self.paused = True
-                self._emit(events.SESSION_STATE, {"state": "paused", "reason": "paused when the engine stopped"})
+                self._emit(
+                    events.SESSION_STATE,
+                    {"state": "paused", "reason": "paused when the engine stopped"},
+                )
         else:
             caps = {}
             if self.ledger is not None:
@@ -254,14 +284,17 @@ class Engine:
         if self.ledger is None:
             return
         calls: list[dict[str, Any]] = []
-        for e in self.record.events(kinds=[events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED,
-                                           events.PROPOSAL_DISCARDED]):
+        for e in self.record.events(
+            kinds=[events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED, events.PROPOSAL_DISCARDED]
+        ):
             detail = (e.payload.get("usage") or {}).get("calls_detail") or []
             calls += [c for c in detail if isinstance(c, dict)]
         self.ledger.restore(calls)
         if "budget_usd" in meta or "budget_tokens" in meta:
             caps = self.ledger.caps
-            self.ledger.set_caps(usd=meta.get("budget_usd", caps.usd), tokens=meta.get("budget_tokens", caps.tokens))
+            self.ledger.set_caps(
+                usd=meta.get("budget_usd", caps.usd), tokens=meta.get("budget_tokens", caps.tokens)
+            )
 
     def _new_candidate_id(self) -> str:
         while True:
@@ -279,7 +312,10 @@ class Engine:
                 picks.append(s)
                 by_family[s.family] = 1
         for s in itertools.cycle(self.seeds or []):
-            if len(picks) >= self.cfg.beam or all(by_family.get(x.family, 0) >= self.cfg.family_quota or "TUNABLES" not in x.source for x in self.seeds):
+            if len(picks) >= self.cfg.beam or all(
+                by_family.get(x.family, 0) >= self.cfg.family_quota or "TUNABLES" not in x.source
+                for x in self.seeds
+            ):
                 break
             if "TUNABLES" in s.source and by_family[s.family] < self.cfg.family_quota:
                 picks.append(s)
@@ -287,14 +323,28 @@ class Engine:
         started: set[str] = set()
         for i, seed in enumerate(picks[: self.cfg.beam], start=1):
             bid = f"b{i}"
-            self._emit(events.BRANCH_CREATED, {"family": seed.family, "model": self.cfg.model,
-                                               "parent_candidate": None, "instruction": None, "seed": seed.path.name},
-                       branch=bid)
+            self._emit(
+                events.BRANCH_CREATED,
+                {
+                    "family": seed.family,
+                    "model": self.cfg.model,
+                    "parent_candidate": None,
+                    "instruction": None,
+                    "seed": seed.path.name,
+                },
+                branch=bid,
+            )
             # a second branch of a family starts from the seed's first *child*, not the seed again
             first = seed.path.name not in started
             started.add(seed.path.name)
-            self.branches[bid] = BranchState(bid, seed.family, model=self.cfg.model, head_source=seed.source,
-                                             families_tried={seed.family}, pending_seed=first)
+            self.branches[bid] = BranchState(
+                bid,
+                seed.family,
+                model=self.cfg.model,
+                head_source=seed.source,
+                families_tried={seed.family},
+                pending_seed=first,
+            )
 
     def _restore(self) -> None:
         """Rebuild the beam from the record: branches, bests, counters, steer instructions,
@@ -312,15 +362,38 @@ class Engine:
             if c.status not in (None, "proposed", "evaluating") and not c.commit_sha:
                 tip = self.repo.log(c.branch, max_count=1) if c.branch else []
                 if tip and tip[0].candidate == c.id:
-                    self.record.append(events.CANDIDATE_COMMITTED, {"commit_sha": tip[0].sha}, branch=c.branch, candidate=c.id)
+                    self.record.append(
+                        events.CANDIDATE_COMMITTED,
+                        {"commit_sha": tip[0].sha},
+                        branch=c.branch,
+                        candidate=c.id,
+                    )
                 else:
-                    self._commit(c.id, c.branch, self._source_of(c.id) or "", self._result_of(c.id), c.parent, c.family, c.model)
+                    self._commit(
+                        c.id,
+                        c.branch,
+                        self._source_of(c.id) or "",
+                        self._result_of(c.id),
+                        c.parent,
+                        c.family,
+                        c.model,
+                    )
             # reported once, not again on every later resume; a candidate only proposed (waiting
             # for a worker when the engine died) is evaluated now, below
-            if c.status in ("proposed", "evaluating") and not self.record.events(kinds=[events.ERROR], candidate=c.id):
+            if c.status in ("proposed", "evaluating") and not self.record.events(
+                kinds=[events.ERROR], candidate=c.id
+            ):
                 if c.status == "evaluating":
-                    self._emit(events.ERROR, {"message": f"{c.id}: evaluation lost when the engine stopped; not "
-                                              "retried", "where": "resume"}, branch=c.branch, candidate=c.id)
+                    self._emit(
+                        events.ERROR,
+                        {
+                            "message": f"{c.id}: evaluation lost when the engine stopped; not "
+                            "retried",
+                            "where": "resume",
+                        },
+                        branch=c.branch,
+                        candidate=c.id,
+                    )
                 else:
                     requeue.append(c)
         by_branch: dict[str, list] = {}
@@ -365,11 +438,18 @@ class Engine:
                 st.state = "running"
             self.branches[b.id] = st
         for cmd in self.record.commands(state="acked"):
-            if cmd.kind == "redirect" and cmd.args.get("mode", "steer") == "steer" and cmd.args.get("branch") in self.branches:
+            if (
+                cmd.kind == "redirect"
+                and cmd.args.get("mode", "steer") == "steer"
+                and cmd.args.get("branch") in self.branches
+            ):
                 self.branches[cmd.args["branch"]].steer.append(cmd.args.get("instruction", ""))
         for rid, bid in self._open_requests():
-            self._emit(events.PROPOSAL_CANCELLED, {"reason": "the engine stopped during the call", "request": rid,
-                                                   "model": None}, branch=bid)
+            self._emit(
+                events.PROPOSAL_CANCELLED,
+                {"reason": "the engine stopped during the call", "request": rid, "model": None},
+                branch=bid,
+            )
         for c in requeue:
             b = self.branches.get(c.branch or "")
             source = self._source_of(c.id)
@@ -377,15 +457,25 @@ class Engine:
                 continue
             evs = self.record.events(kinds=[events.CANDIDATE_PROPOSED], candidate=c.id)
             note = evs[-1].payload.get("note", "") if evs else ""
-            self.ready.append(Ready(c.id, b.id, Proposal(source=source, family=c.family or b.family, note=note,
-                                                         model=c.model), c.parent))
+            self.ready.append(
+                Ready(
+                    c.id,
+                    b.id,
+                    Proposal(source=source, family=c.family or b.family, note=note, model=c.model),
+                    c.parent,
+                )
+            )
 
     def _open_requests(self) -> list[tuple[int, str | None]]:
         """proposal_requested events without an outcome (the engine died during the call). A
         branch has one request open at most; an outcome without a `request` field (older
         records) closes the branch's open one."""
-        kinds = [events.PROPOSAL_REQUESTED, events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED,
-                 events.PROPOSAL_CANCELLED]
+        kinds = [
+            events.PROPOSAL_REQUESTED,
+            events.CANDIDATE_PROPOSED,
+            events.PROPOSAL_FAILED,
+            events.PROPOSAL_CANCELLED,
+        ]
         open_: dict[str | None, int] = {}
         for e in self.record.events(kinds=kinds):
             if e.kind == events.PROPOSAL_REQUESTED:
@@ -412,15 +502,25 @@ class Engine:
         pending and none of its effects recorded, so the next engine applies it exactly once."""
         for cmd in self.record.pending_commands():
             with self._tx():
-                self._emit(events.COMMAND_RECEIVED, {"command_id": cmd.id, "kind": cmd.kind, "args": cmd.args,
-                                                     "source": cmd.source})
+                self._emit(
+                    events.COMMAND_RECEIVED,
+                    {
+                        "command_id": cmd.id,
+                        "kind": cmd.kind,
+                        "args": cmd.args,
+                        "source": cmd.source,
+                    },
+                )
                 try:
                     ok, msg = self._apply(cmd.kind, dict(cmd.args))
                 except Exception as exc:  # noqa: BLE001 - a bad command is refused, never fatal
                     ok, msg = False, f"{type(exc).__name__}: {exc}"
                 _fault("command_applied", cmd.kind)
                 self.record.ack_command(cmd.id, ok, msg)
-            self.print(events.COMMAND_ACKED, {"command_id": cmd.id, "kind": cmd.kind, "ok": ok, "message": msg})
+            self.print(
+                events.COMMAND_ACKED,
+                {"command_id": cmd.id, "kind": cmd.kind, "ok": ok, "message": msg},
+            )
 
     def _cancel(self, b: BranchState, reason: str) -> bool:
         """Cancel the branch's proposal in flight, if any: recorded now, its reply discarded when it
@@ -434,8 +534,11 @@ class Engine:
         b.queued[:0] = job.queued
         if b.escalation is None:
             b.escalation = job.escalation
-        self._emit(events.PROPOSAL_CANCELLED, {"reason": reason, "model": job.request.model,
-                                               "request": job.request_event}, branch=b.id)
+        self._emit(
+            events.PROPOSAL_CANCELLED,
+            {"reason": reason, "model": job.request.model, "request": job.request_event},
+            branch=b.id,
+        )
         return True
 
     def _branch(self, args: dict[str, Any]) -> BranchState:
@@ -453,13 +556,26 @@ class Engine:
                     return False, f"{b.id} is retired"
                 b.state, b.retry_at = target, None
                 cancelled = kind == "pause" and self._cancel(b, "branch paused by command")
-                self._emit(events.BRANCH_STATE, {"state": target, "reason": "by command"}, branch=b.id)
-                return True, f"{b.id} {target}" + (" (its proposal in flight was cancelled)" if cancelled else "")
+                self._emit(
+                    events.BRANCH_STATE, {"state": target, "reason": "by command"}, branch=b.id
+                )
+                return True, f"{b.id} {target}" + (
+                    " (its proposal in flight was cancelled)" if cancelled else ""
+                )
             self.paused = kind == "pause"
             self.paused_by_cap = False
-            n = sum(self._cancel(b, "session paused by command") for b in list(self.branches.values())) if self.paused else 0
+            n = (
+                sum(
+                    self._cancel(b, "session paused by command")
+                    for b in list(self.branches.values())
+                )
+                if self.paused
+                else 0
+            )
             self._emit(events.SESSION_STATE, {"state": target, "reason": "by command"})
-            return True, f"session {target}" + (f" ({n} proposal{'s' * (n > 1)} in flight cancelled)" if n else "")
+            return True, f"session {target}" + (
+                f" ({n} proposal{'s' * (n > 1)} in flight cancelled)" if n else ""
+            )
         if kind == "stop":
             self.stopping = True
             for b in list(self.branches.values()):
@@ -469,7 +585,11 @@ class Engine:
             b = self._branch(a)
             b.state = "retired"
             self._cancel(b, "branch retired by command")
-            self._emit(events.BRANCH_STATE, {"state": "retired", "reason": a.get("reason") or "by command"}, branch=b.id)
+            self._emit(
+                events.BRANCH_STATE,
+                {"state": "retired", "reason": a.get("reason") or "by command"},
+                branch=b.id,
+            )
             return True, f"{b.id} retired"
         if kind == "redirect":
             b = self._branch(a)
@@ -482,16 +602,24 @@ class Engine:
             (b.steer if mode == "steer" else b.queued).append(text)
             # the call in flight was asked without it: cancel, and ask again with the instruction
             cancelled = self._cancel(b, f"redirected by command ({mode})")
-            return True, (f"{b.id}: instruction {'kept from now on' if mode == 'steer' else 'queued for the next proposal'}"
-                          + ("; the proposal in flight was cancelled" if cancelled else ""))
+            return True, (
+                f"{b.id}: instruction {'kept from now on' if mode == 'steer' else 'queued for the next proposal'}"
+                + ("; the proposal in flight was cancelled" if cancelled else "")
+            )
         if kind == "set_model":
             model = a.get("model")
             if not model:
                 return False, "set-model needs a model"
-            targets = [self._branch(a)] if a.get("branch") else [b for b in self.branches.values() if b.state != "retired"]
+            targets = (
+                [self._branch(a)]
+                if a.get("branch")
+                else [b for b in self.branches.values() if b.state != "retired"]
+            )
             for b in targets:
                 b.model = model
-            self._emit(events.MODEL_CHANGED, {"model": model, "previous": None}, branch=a.get("branch"))
+            self._emit(
+                events.MODEL_CHANGED, {"model": model, "previous": None}, branch=a.get("branch")
+            )
             if not a.get("branch"):
                 self.cfg.model = model
             return True, f"model {model} for {', '.join(b.id for b in targets)}"
@@ -503,15 +631,34 @@ class Engine:
             if c is None:
                 return False, f"no candidate {cid!r}"
             family = a.get("family") or c.family or "unknown"
-            live = sum(1 for b in self.branches.values() if b.family == family and b.state != "retired")
+            live = sum(
+                1 for b in self.branches.values() if b.family == family and b.state != "retired"
+            )
             if live >= self.cfg.family_quota and not a.get("family"):
-                return False, f"family {family} is at its quota of {self.cfg.family_quota} live branches"
+                return (
+                    False,
+                    f"family {family} is at its quota of {self.cfg.family_quota} live branches",
+                )
             bid = f"b{max(int(x[1:]) for x in self.branches) + 1 if self.branches else 1}"
-            self._emit(events.BRANCH_FORKED, {"from_branch": c.branch, "from_candidate": cid, "family": family,
-                                              "model": a.get("model") or self.cfg.model,
-                                              "instruction": a.get("instruction")}, branch=bid)
-            st = BranchState(bid, family, model=a.get("model") or self.cfg.model, head_id=cid,
-                             head_source=self._source_of(cid) or "", families_tried={family})
+            self._emit(
+                events.BRANCH_FORKED,
+                {
+                    "from_branch": c.branch,
+                    "from_candidate": cid,
+                    "family": family,
+                    "model": a.get("model") or self.cfg.model,
+                    "instruction": a.get("instruction"),
+                },
+                branch=bid,
+            )
+            st = BranchState(
+                bid,
+                family,
+                model=a.get("model") or self.cfg.model,
+                head_id=cid,
+                head_source=self._source_of(cid) or "",
+                families_tried={family},
+            )
             if a.get("instruction"):
                 st.steer.append(a["instruction"])
             if c.status == "ok":
@@ -531,22 +678,36 @@ class Engine:
         parts = [f"budget {budget} evaluations ({self.evaluations} used)"]
         if "usd" in a or "tokens" in a:
             if self.ledger is None:
-                return False, "this session's proposer makes no paid calls (no USD or token budget to set)"
+                return (
+                    False,
+                    "this session's proposer makes no paid calls (no USD or token budget to set)",
+                )
             caps = self.ledger.caps
             usd = caps.usd if "usd" not in a else (None if a["usd"] is None else float(a["usd"]))
-            tokens = caps.tokens if "tokens" not in a else (None if a["tokens"] is None else int(a["tokens"]))
+            tokens = (
+                caps.tokens
+                if "tokens" not in a
+                else (None if a["tokens"] is None else int(a["tokens"]))
+            )
             if (usd is not None and usd < 0) or (tokens is not None and tokens < 0):
                 return False, "LLM caps must be >= 0"
-            payload.update(usd=usd, tokens=tokens, previous_usd=caps.usd, previous_tokens=caps.tokens)
+            payload.update(
+                usd=usd, tokens=tokens, previous_usd=caps.usd, previous_tokens=caps.tokens
+            )
             self.ledger.set_caps(usd=usd, tokens=tokens)
             spent = self.ledger.summary()["total"]
-            parts.append(f"LLM cap {'none' if usd is None else f'${usd:.4f}'} (${spent['cost_usd']:.4f} spent), "
-                         f"{'none' if tokens is None else f'{tokens:,}'} tokens ({spent['tokens']:,} used)")
+            parts.append(
+                f"LLM cap {'none' if usd is None else f'${usd:.4f}'} (${spent['cost_usd']:.4f} spent), "
+                f"{'none' if tokens is None else f'{tokens:,}'} tokens ({spent['tokens']:,} used)"
+            )
         self._emit(events.BUDGET_CHANGED, payload)
         self.budget = budget
         if self.paused_by_cap and self._cap_allows():
             self.paused, self.paused_by_cap = False, False
-            self._emit(events.SESSION_STATE, {"state": "running", "reason": "the new budget allows more calls"})
+            self._emit(
+                events.SESSION_STATE,
+                {"state": "running", "reason": "the new budget allows more calls"},
+            )
             parts.append("session resumed")
         return True, "; ".join(parts)
 
@@ -565,11 +726,18 @@ class Engine:
         for b in self.branches.values():
             if b.state == "paused" and b.retry_at is not None and now >= b.retry_at:
                 b.state, b.retry_at = "running", None
-                self._emit(events.BRANCH_STATE, {"state": "running", "reason": "retrying after the provider outage"},
-                           branch=b.id)
+                self._emit(
+                    events.BRANCH_STATE,
+                    {"state": "running", "reason": "retrying after the provider outage"},
+                    branch=b.id,
+                )
 
     def _busy(self) -> set[str]:
-        return set(self.proposing) | {r.branch for r in self.ready} | {v[1] for v in self.inflight.values()}
+        return (
+            set(self.proposing)
+            | {r.branch for r in self.ready}
+            | {v[1] for v in self.inflight.values()}
+        )
 
     def _runnable(self) -> list[BranchState]:
         busy = self._busy()
@@ -591,17 +759,35 @@ class Engine:
         for on a thread of its own and collected by a later turn of the loop."""
         if b.pending_seed:
             b.pending_seed = False
-            self._accept(b, None, Proposal(source=b.head_source, family=b.family, note="seed", model=None), None)
+            self._accept(
+                b,
+                None,
+                Proposal(source=b.head_source, family=b.family, note="seed", model=None),
+                None,
+            )
             return
-        rid = self._emit(events.PROPOSAL_REQUESTED, {"parent": b.head_id, "model": b.model,
-                                                     "instructions": list(b.queued)}, branch=b.id)
+        rid = self._emit(
+            events.PROPOSAL_REQUESTED,
+            {"parent": b.head_id, "model": b.model, "instructions": list(b.queued)},
+            branch=b.id,
+        )
         cancel = threading.Event()
         req = ProposalRequest(
-            task_name=self.task_root.name, task_root=str(self.task_root), branch=b.id, family=b.family,
-            parent_id=b.head_id, parent_source=b.head_source, parent_result=b.best_result,
-            history=b.history[-8:], tried_hashes=set(self.seen_hashes), steer=list(b.steer),
-            queued=list(b.queued), model=b.model, seed=self.cfg.seed * 1000 + self.evaluations,
-            escalation=b.escalation, cancel=cancel,
+            task_name=self.task_root.name,
+            task_root=str(self.task_root),
+            branch=b.id,
+            family=b.family,
+            parent_id=b.head_id,
+            parent_source=b.head_source,
+            parent_result=b.best_result,
+            history=b.history[-8:],
+            tried_hashes=set(self.seen_hashes),
+            steer=list(b.steer),
+            queued=list(b.queued),
+            model=b.model,
+            seed=self.cfg.seed * 1000 + self.evaluations,
+            escalation=b.escalation,
+            cancel=cancel,
         )
         fut = _spawn(self.proposer.propose, req, name=f"propose-{b.id}")
         self.proposing[b.id] = Job(b.id, rid, req, cancel, fut, list(b.queued), b.escalation)
@@ -638,21 +824,41 @@ class Engine:
         except BaseException as exc:  # noqa: BLE001 - ProposalCancelled or any failure
             usage = getattr(exc, "usage", None) or {}
         if usage.get("calls_detail"):
-            self._emit(events.PROPOSAL_DISCARDED, {"reason": f"the reply came after the request was cancelled "
-                                                   f"({job.reason})", "request": job.request_event, "usage": usage},
-                       branch=job.branch)
+            self._emit(
+                events.PROPOSAL_DISCARDED,
+                {
+                    "reason": f"the reply came after the request was cancelled ({job.reason})",
+                    "request": job.request_event,
+                    "usage": usage,
+                },
+                branch=job.branch,
+            )
 
     def _failed(self, b: BranchState, job: Job, exc: ProposalError) -> None:
-        self._emit(events.PROPOSAL_FAILED, {"reason": exc.reason, "model": job.request.model,
-                                            "usage": getattr(exc, "usage", {}), "request": job.request_event},
-                   branch=b.id)
+        self._emit(
+            events.PROPOSAL_FAILED,
+            {
+                "reason": exc.reason,
+                "model": job.request.model,
+                "usage": getattr(exc, "usage", {}),
+                "request": job.request_event,
+            },
+            branch=b.id,
+        )
         # an LLM outage pauses the branch, a spent budget the session, with the reason
         pause = getattr(exc, "pause", None)
         if pause == "branch":
             b.state = "paused"
             b.retry_at = time.monotonic() + self.cfg.outage_cooldown_s
-            self._emit(events.BRANCH_STATE, {"state": "paused", "reason": f"{exc.reason} (retrying in "
-                                             f"{self.cfg.outage_cooldown_s:.0f} s, or resume it now)"}, branch=b.id)
+            self._emit(
+                events.BRANCH_STATE,
+                {
+                    "state": "paused",
+                    "reason": f"{exc.reason} (retrying in "
+                    f"{self.cfg.outage_cooldown_s:.0f} s, or resume it now)",
+                },
+                branch=b.id,
+            )
         elif pause == "session":
             self.paused, self.paused_by_cap = True, True
             for other in list(self.branches.values()):
@@ -661,12 +867,16 @@ class Engine:
         if exc.exhausted:
             self._plateau(b, exc.reason)
 
-    def _accept(self, b: BranchState, job: Job | None, proposal: Proposal, parent_id: str | None) -> None:
+    def _accept(
+        self, b: BranchState, job: Job | None, proposal: Proposal, parent_id: str | None
+    ) -> None:
         """Record the step's candidates (best-of-n: every usable choice) in one transaction; a
         duplicate is finished at once, the others wait for a worker."""
         members = [proposal, *proposal.alternatives]
         left = self.budget - self.evaluations - len(self.inflight) - len(self.ready)
-        dropped = max(0, len(members) - max(1, left))  # the budget may have shrunk since the request
+        dropped = max(
+            0, len(members) - max(1, left)
+        )  # the budget may have shrunk since the request
         members = members[: len(members) - dropped]
         rid = job.request_event if job else None
         group = rid if len(members) > 1 else None
@@ -676,13 +886,24 @@ class Engine:
                 cid = self._new_candidate_id()
                 h = prop.source_hash or source_hash(prop.source)
                 dup = self.seen_hashes.get(h)
-                payload = {"parent": parent_id, "family": prop.family, "model": prop.model, "source_hash": h,
-                           "filename": "kernel.py", "note": prop.note, "source": prop.source, "duplicate_of": dup,
-                           "usage": prop.usage if k == 0 else {}, "request": rid}
+                payload = {
+                    "parent": parent_id,
+                    "family": prop.family,
+                    "model": prop.model,
+                    "source_hash": h,
+                    "filename": "kernel.py",
+                    "note": prop.note,
+                    "source": prop.source,
+                    "duplicate_of": dup,
+                    "usage": prop.usage if k == 0 else {},
+                    "request": rid,
+                }
                 if group is not None:
                     payload.update(group=group, choice=k + 1, choices=len(members))
                 if k == 0 and dropped:
-                    payload["dropped_choices"] = dropped  # usable choices left out: no budget for them
+                    payload["dropped_choices"] = (
+                        dropped  # usable choices left out: no budget for them
+                    )
                 self._emit(events.CANDIDATE_PROPOSED, payload, branch=b.id, candidate=cid)
                 if not dup:
                     self.seen_hashes[h] = cid
@@ -691,7 +912,10 @@ class Engine:
             self.groups[group] = Group(b.id, {cid for cid, _, _ in recorded})
         for cid, prop, dup in recorded:
             if dup:
-                result = {"status": "duplicate", "reasons": [{"kind": "duplicate", "message": f"same code as {dup}"}]}
+                result = {
+                    "status": "duplicate",
+                    "reasons": [{"kind": "duplicate", "message": f"same code as {dup}"}],
+                }
                 self._finish(b, cid, prop, parent_id, result, group)
             else:
                 self.ready.append(Ready(cid, b.id, prop, parent_id, group))
@@ -710,13 +934,26 @@ class Engine:
             if slot is None:
                 return
             self.ready.remove(r)
-            self._emit(events.EVALUATION_STARTED, {"worker": slot, "device": self.cfg.device}, branch=b.id,
-                       candidate=r.cid)
-            fut = self.pool.submit(slot, str(self.task_root), f"{r.cid}.py", r.proposal.source, self.cfg.mode)
+            self._emit(
+                events.EVALUATION_STARTED,
+                {"worker": slot, "device": self.cfg.device},
+                branch=b.id,
+                candidate=r.cid,
+            )
+            fut = self.pool.submit(
+                slot, str(self.task_root), f"{r.cid}.py", r.proposal.source, self.cfg.mode
+            )
             self.inflight[fut] = (r.cid, b.id, r.proposal, r.parent_id or "", r.group)
 
-    def _finish(self, b: BranchState, cid: str, proposal: Proposal, parent_id: str | None, result: dict[str, Any],
-                group: int | None = None) -> None:
+    def _finish(
+        self,
+        b: BranchState,
+        cid: str,
+        proposal: Proposal,
+        parent_id: str | None,
+        result: dict[str, Any],
+        group: int | None = None,
+    ) -> None:
         """Record a verdict. A single candidate is judged against the branch's best at once; the
         candidates of a best-of-n step when the last of them is in: the fastest passing one is
         judged, and kept as the branch head if it beats the incumbent."""
@@ -743,13 +980,30 @@ class Engine:
             self._emit(events.EVALUATION_FINISHED, result, branch=b.id, candidate=cid)
             if winner is not None:
                 extra = {"choices": [m[0] for m in decide]} if len(decide) > 1 else {}
-                self._emit(events.BEST_CHANGED, {"candidate": winner[0], "score_us": winner[2].get("score_us"),
-                                                 "previous_us": (b.best_result or {}).get("score_us"),
-                                                 "previous_candidate": b.best_id, "why": verdict.reason, **extra},
-                           branch=b.id, candidate=winner[0])
-        sha = self._commit(cid, b.id, proposal.source, result, parent_id, proposal.family, proposal.model)
-        b.history.append(Attempt(cid, result.get("status", "?"), result.get("score_us"),
-                                 "; ".join(r.get("message", "")[:120] for r in result.get("reasons", [])[:2])))
+                self._emit(
+                    events.BEST_CHANGED,
+                    {
+                        "candidate": winner[0],
+                        "score_us": winner[2].get("score_us"),
+                        "previous_us": (b.best_result or {}).get("score_us"),
+                        "previous_candidate": b.best_id,
+                        "why": verdict.reason,
+                        **extra,
+                    },
+                    branch=b.id,
+                    candidate=winner[0],
+                )
+        sha = self._commit(
+            cid, b.id, proposal.source, result, parent_id, proposal.family, proposal.model
+        )
+        b.history.append(
+            Attempt(
+                cid,
+                result.get("status", "?"),
+                result.get("score_us"),
+                "; ".join(r.get("message", "")[:120] for r in result.get("reasons", [])[:2]),
+            )
+        )
         if decide is None:
             return  # more candidates of this step to come
         if winner is not None:
@@ -766,32 +1020,61 @@ class Engine:
             if plateaued(b.since_best, self.cfg.plateau_window):
                 self._plateau(b, f"no significant improvement in {b.since_best} evaluations")
 
-    def _commit(self, cid: str, branch: str, source: str, result: dict[str, Any] | None, parent_id: str | None,
-                family: str | None, model: str | None) -> str | None:
+    def _commit(
+        self,
+        cid: str,
+        branch: str,
+        source: str,
+        result: dict[str, Any] | None,
+        parent_id: str | None,
+        family: str | None,
+        model: str | None,
+    ) -> str | None:
         from cockpit.store import format_commit_message
 
         parent_sha = None
         if parent_id:
             p = self.record.candidate(parent_id)
             parent_sha = p.commit_sha if p else None
-        msg = format_commit_message(cid, result, branch=branch, parent=parent_id, family=family, model=model)
-        sha = self.repo.commit_candidate(branch, cid, "kernel.py", source, msg, parent_sha=parent_sha)
-        self.record.append(events.CANDIDATE_COMMITTED, {"commit_sha": sha}, branch=branch, candidate=cid)
+        msg = format_commit_message(
+            cid, result, branch=branch, parent=parent_id, family=family, model=model
+        )
+        sha = self.repo.commit_candidate(
+            branch, cid, "kernel.py", source, msg, parent_sha=parent_sha
+        )
+        self.record.append(
+            events.CANDIDATE_COMMITTED, {"commit_sha": sha}, branch=branch, candidate=cid
+        )
         return sha
 
     def _plateau(self, b: BranchState, reason: str) -> None:
-        self._emit(events.PLATEAU_DETECTED, {"evaluations_since_best": b.since_best,
-                                             "best_us": (b.best_result or {}).get("score_us"),
-                                             "window": self.cfg.plateau_window, "reason": reason}, branch=b.id)
+        self._emit(
+            events.PLATEAU_DETECTED,
+            {
+                "evaluations_since_best": b.since_best,
+                "best_us": (b.best_result or {}).get("score_us"),
+                "window": self.cfg.plateau_window,
+                "reason": reason,
+            },
+            branch=b.id,
+        )
         advisor = getattr(self.proposer, "advisor", None)
         if advisor is not None and "model" not in b.escalations_done:
             # an LLM branch first gets the stronger model (the profile's advisor), then a family switch
             b.escalations_done.add("model")
             b.escalation = "model"
             b.since_best = 0
-            self._emit(events.ESCALATED, {"mode": "model", "model": advisor.settings().model, "family": None,
-                                          "instruction": "advisor model for the next proposal", "reason": reason},
-                       branch=b.id)
+            self._emit(
+                events.ESCALATED,
+                {
+                    "mode": "model",
+                    "model": advisor.settings().model,
+                    "family": None,
+                    "instruction": "advisor model for the next proposal",
+                    "reason": reason,
+                },
+                branch=b.id,
+            )
             return
         in_beam: dict[str, int] = {}
         for x in self.branches.values():
@@ -800,12 +1083,27 @@ class Engine:
         fam = next_family(b.family, self.families, in_beam, self.cfg.family_quota, b.families_tried)
         if fam is None:
             b.state = "retired"
-            self._emit(events.BRANCH_STATE, {"state": "retired",
-                                             "reason": f"plateau in {b.family} and no other family left to try"}, branch=b.id)
+            self._emit(
+                events.BRANCH_STATE,
+                {
+                    "state": "retired",
+                    "reason": f"plateau in {b.family} and no other family left to try",
+                },
+                branch=b.id,
+            )
             return
         seed = next(s for s in self.seeds if s.family == fam)
-        self._emit(events.ESCALATED, {"mode": "family", "family": fam, "model": None,
-                                      "instruction": f"switch from {b.family} to {fam}", "reason": reason}, branch=b.id)
+        self._emit(
+            events.ESCALATED,
+            {
+                "mode": "family",
+                "family": fam,
+                "model": None,
+                "instruction": f"switch from {b.family} to {fam}",
+                "reason": reason,
+            },
+            branch=b.id,
+        )
         b.family = fam
         b.families_tried.add(fam)
         b.head_source, b.head_id = seed.source, None
@@ -821,7 +1119,9 @@ class Engine:
         self._collect_proposals()
         if self.stopping:
             if not self.inflight:
-                return "stopped"  # candidates still waiting stay `proposed`; a resume evaluates them
+                return (
+                    "stopped"  # candidates still waiting stay `proposed`; a resume evaluates them
+                )
         elif not self.paused:
             self._submit_ready()
             while self.evaluations + self._in_pipeline() < self.budget:
@@ -840,7 +1140,9 @@ class Engine:
             time.sleep(wait_s)
             return None
         done, _ = wait(futures, timeout=wait_s, return_when=FIRST_COMPLETED)
-        for fut in sorted((f for f in done if f in self.inflight), key=lambda f: self.inflight[f][0]):
+        for fut in sorted(
+            (f for f in done if f in self.inflight), key=lambda f: self.inflight[f][0]
+        ):
             self._collect(fut)  # in candidate order, not the set's
         return None
 
@@ -866,7 +1168,11 @@ class Engine:
         finally:
             for job in self.proposing.values():
                 job.cancel.set()  # threads still calling out stop at their next check
-            reason = {"done": "budget spent or beam retired", "stopped": "by command", "crashed": "engine error"}[final]
+            reason = {
+                "done": "budget spent or beam retired",
+                "stopped": "by command",
+                "crashed": "engine error",
+            }[final]
             try:
                 self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
             finally:
@@ -880,13 +1186,21 @@ class Engine:
         try:
             result = fut.result()
         except BrokenProcessPool:
-            result = {"status": "crash", "reasons": [{"kind": "crash", "message": "the evaluation worker died"}]}
+            result = {
+                "status": "crash",
+                "reasons": [{"kind": "crash", "message": "the evaluation worker died"}],
+            }
             from cockpit.engine.workers import WorkerPool
 
             self.pool.shutdown()
             self.pool = WorkerPool(self.cfg.device)
         except Exception as exc:  # noqa: BLE001 - a harness bug is recorded, not fatal
-            result = {"status": "crash", "reasons": [{"kind": "crash", "message": f"harness error: {type(exc).__name__}: {exc}"}]}
+            result = {
+                "status": "crash",
+                "reasons": [
+                    {"kind": "crash", "message": f"harness error: {type(exc).__name__}: {exc}"}
+                ],
+            }
         self._finish(self.branches[bid], cid, proposal, parent_id or None, result, group)
 
     def close(self) -> None:

@@ -145,14 +145,20 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def _error(self, status: int, anthropic: bool, echo: str = "") -> None:
-            msg = {429: "rate limited, slow down", 500: "internal server error"}.get(status, "bad request")
+            msg = {429: "rate limited, slow down", 500: "internal server error"}.get(
+                status, "bad request"
+            )
             if echo:
                 msg += f" (credentials received: {echo})"
             if anthropic:
-                kind = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}.get(status, "api_error")
+                kind = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}.get(
+                    status, "api_error"
+                )
                 self._send(status, {"type": "error", "error": {"type": kind, "message": msg}})
             else:
-                self._send(status, {"error": {"message": msg, "type": "server_error", "code": status}})
+                self._send(
+                    status, {"error": {"message": msg, "type": "server_error", "code": status}}
+                )
 
         def _sse_start(self) -> None:
             self.send_response(200)
@@ -182,57 +188,140 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 "total_tokens": reply.prompt_tokens + reply.completion_tokens * len(texts),
             }
             if not stream:
-                self._send(200, {
-                    "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                    "model": model,
-                    "choices": [{"index": i, "message": {"role": "assistant", "content": t},
-                                 "finish_reason": "stop"} for i, t in enumerate(texts)],
-                    "usage": usage,
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": i,
+                                "message": {"role": "assistant", "content": t},
+                                "finish_reason": "stop",
+                            }
+                            for i, t in enumerate(texts)
+                        ],
+                        "usage": usage,
+                    },
+                )
                 return
             self._sse_start()
             text = texts[0]
-            pieces = [text[i:i + 40] for i in range(0, len(text), 40)] or [""]
-            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
-            self._sse(json.dumps({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}))
+            pieces = [text[i : i + 40] for i in range(0, len(text), 40)] or [""]
+            base = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+            }
+            self._sse(
+                json.dumps(
+                    {
+                        **base,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {"role": "assistant", "content": ""},
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
+                )
+            )
             for k, p in enumerate(pieces):
                 if reply.cut and k >= max(len(pieces) // 2, 1):
                     return self._cut()
-                self._sse(json.dumps({**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}))
+                self._sse(
+                    json.dumps(
+                        {
+                            **base,
+                            "choices": [
+                                {"index": 0, "delta": {"content": p}, "finish_reason": None}
+                            ],
+                        }
+                    )
+                )
             if reply.cut:
                 return self._cut()
-            self._sse(json.dumps({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+            self._sse(
+                json.dumps(
+                    {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+                )
+            )
             self._sse(json.dumps({**base, "choices": [], "usage": usage}))
             self._sse("[DONE]")
 
         def _anthropic(self, reply: Reply, model: str, stream: bool) -> None:
             usage = {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens}
             if not stream:
-                self._send(200, {
-                    "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                    "content": [{"type": "text", "text": reply.text}],
-                    "stop_reason": "end_turn", "stop_sequence": None, "usage": usage,
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "msg_fake",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [{"type": "text", "text": reply.text}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": usage,
+                    },
+                )
                 return
             self._sse_start()
-            start = {"type": "message_start", "message": {
-                "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
-                "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": 1}}}
+            start = {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": 1},
+                },
+            }
             self._sse(json.dumps(start), "message_start")
-            self._sse(json.dumps({"type": "content_block_start", "index": 0,
-                                  "content_block": {"type": "text", "text": ""}}), "content_block_start")
-            pieces = [reply.text[i:i + 40] for i in range(0, len(reply.text), 40)] or [""]
+            self._sse(
+                json.dumps(
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    }
+                ),
+                "content_block_start",
+            )
+            pieces = [reply.text[i : i + 40] for i in range(0, len(reply.text), 40)] or [""]
             for k, p in enumerate(pieces):
                 if reply.cut and k >= max(len(pieces) // 2, 1):
                     return self._cut()
-                self._sse(json.dumps({"type": "content_block_delta", "index": 0,
-                                      "delta": {"type": "text_delta", "text": p}}), "content_block_delta")
+                self._sse(
+                    json.dumps(
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": p},
+                        }
+                    ),
+                    "content_block_delta",
+                )
             if reply.cut:
                 return self._cut()
             self._sse(json.dumps({"type": "content_block_stop", "index": 0}), "content_block_stop")
-            self._sse(json.dumps({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                  "usage": {"output_tokens": reply.completion_tokens}}), "message_delta")
+            self._sse(
+                json.dumps(
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                        "usage": {"output_tokens": reply.completion_tokens},
+                    }
+                ),
+                "message_delta",
+            )
             self._sse(json.dumps({"type": "message_stop"}), "message_stop")
 
     return Handler
@@ -243,5 +332,7 @@ def start() -> FakeProvider:
     server.daemon_threads = True
     fake = FakeProvider(server)
     server.RequestHandlerClass = _handler(fake)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return fake

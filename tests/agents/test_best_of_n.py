@@ -19,8 +19,10 @@ from cockpit.engine.engine import Engine
 from cockpit.store import SessionRecord, create_session
 from cockpit.store import events as ev
 
-MORE = [f"import torch\n\nFAMILY = 'baseline'\n\n\ndef kernel(x: torch.Tensor) -> torch.Tensor:\n    return {e}\n"
-        for e in ("(x * 2).add(1)", "x.mul(2).add_(1)", "torch.add(x, x).add(1)")]
+MORE = [
+    f"import torch\n\nFAMILY = 'baseline'\n\n\ndef kernel(x: torch.Tensor) -> torch.Tensor:\n    return {e}\n"
+    for e in ("(x * 2).add(1)", "x.mul(2).add_(1)", "torch.add(x, x).add(1)")
+]
 A, B, C = CHILDREN
 SCORES = {A: 80.0, B: 50.0, C: 90.0}  # the seed takes 100 us; B is the best choice
 
@@ -45,14 +47,36 @@ class ScoredPool:
         pass
 
 
-def test_best_of_n_verifies_every_choice_and_keeps_the_best_as_the_head(provider, keys, write_profile, tmp_path):
-    provider.push(Reply(choices=[reply_with(A), reply_with(B), "no code here", reply_with(C)]),
-                  Reply(choices=[reply_with(m) for m in MORE]))
-    cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=1, budget=5, mode="quick", agent="test",
-                       plateau_window=10)
-    folder = create_session(task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions", config=cfg.to_dict())
-    profile = parse_profile(write_profile(proposer="llm", model="openai/gpt-4o-mini", api_base=provider.openai_base,
-                                          retries=0, stream=False, strategy="best-of-n", n=4))
+def test_best_of_n_verifies_every_choice_and_keeps_the_best_as_the_head(
+    provider, keys, write_profile, tmp_path
+):
+    provider.push(
+        Reply(choices=[reply_with(A), reply_with(B), "no code here", reply_with(C)]),
+        Reply(choices=[reply_with(m) for m in MORE]),
+    )
+    cfg = EngineConfig(
+        task=str(TOYTASK),
+        device="cpu",
+        beam=1,
+        budget=5,
+        mode="quick",
+        agent="test",
+        plateau_window=10,
+    )
+    folder = create_session(
+        task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions", config=cfg.to_dict()
+    )
+    profile = parse_profile(
+        write_profile(
+            proposer="llm",
+            model="openai/gpt-4o-mini",
+            api_base=provider.openai_base,
+            retries=0,
+            stream=False,
+            strategy="best-of-n",
+            n=4,
+        )
+    )
     pool = ScoredPool(SCORES)
     assert Engine(folder, cfg, LLMProposer(profile), pool=pool).run() == "done"
 
@@ -65,12 +89,24 @@ def test_best_of_n_verifies_every_choice_and_keeps_the_best_as_the_head(provider
         requests = rec.events(kinds=[ev.PROPOSAL_REQUESTED])
     seed, a, b, c, d = (e.candidate for e in proposed)
     step = [e.payload for e in proposed[1:4]]
-    assert {p["group"] for p in step} == {requests[0].id} and [p["choice"] for p in step] == [1, 2, 3]
+    assert {p["group"] for p in step} == {requests[0].id} and [p["choice"] for p in step] == [
+        1,
+        2,
+        3,
+    ]
     assert all(p["parent"] == seed for p in step)
-    assert step[0]["usage"]["calls"] == 1 and step[1]["usage"] == {} == step[2]["usage"]  # the cost once
-    assert all(cands[x].branch == "b1" and cands[x].status == "ok" and cands[x].commit_sha for x in (a, b, c))
+    assert (
+        step[0]["usage"]["calls"] == 1 and step[1]["usage"] == {} == step[2]["usage"]
+    )  # the cost once
+    assert all(
+        cands[x].branch == "b1" and cands[x].status == "ok" and cands[x].commit_sha
+        for x in (a, b, c)
+    )
     # one decision for the step, on the fastest choice (not A first and then B)
-    assert [(e.payload["candidate"], e.payload.get("choices")) for e in bests] == [(seed, None), (b, [a, b, c])]
+    assert [(e.payload["candidate"], e.payload.get("choices")) for e in bests] == [
+        (seed, None),
+        (b, [a, b, c]),
+    ]
     assert bests[1].payload["previous_candidate"] == seed
     # the next step starts from the kept choice
     assert requests[1].payload["parent"] == b
@@ -78,6 +114,9 @@ def test_best_of_n_verifies_every_choice_and_keeps_the_best_as_the_head(provider
     # one evaluation was left in the budget: one choice of the second step, the other two dropped
     assert proposed[4].payload["source"] == MORE[0] and proposed[4].payload["dropped_choices"] == 2
     assert cands[d].parent == b
-    tag = subprocess.run(["git", "-C", str(folder / "repo"), "rev-parse", "refs/tags/best/b1"], capture_output=True,
-                         text=True).stdout.strip()
+    tag = subprocess.run(
+        ["git", "-C", str(folder / "repo"), "rev-parse", "refs/tags/best/b1"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert tag == cands[b].commit_sha

@@ -17,8 +17,10 @@ from cockpit.engine.engine import Engine
 from cockpit.store import SessionRecord, create_session
 from cockpit.store import events as ev
 
-SOURCES = [f"import torch\n\nFAMILY = 'baseline'\n\n\ndef kernel(x: torch.Tensor) -> torch.Tensor:\n    return x * {k} + 1\n"
-           for k in range(2, 9)]
+SOURCES = [
+    f"import torch\n\nFAMILY = 'baseline'\n\n\ndef kernel(x: torch.Tensor) -> torch.Tensor:\n    return x * {k} + 1\n"
+    for k in range(2, 9)
+]
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -30,17 +32,36 @@ def wait_for(predicate, timeout: float, what: str):
     return value
 
 
-def test_token_cap_holds_across_resume_and_set_budget_moves_it(provider, keys, write_profile, tmp_path):
+def test_token_cap_holds_across_resume_and_set_budget_moves_it(
+    provider, keys, write_profile, tmp_path
+):
     provider.push(*[reply_with(s) for s in SOURCES])  # each call: 100 + 50 tokens
-    cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=1, budget=20, mode="quick", agent="test",
-                       plateau_window=50)
-    folder = create_session(task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions", config=cfg.to_dict())
-    path = write_profile(proposer="llm", model="openai/gpt-4o-mini", api_base=provider.openai_base, retries=0,
-                         stream=False, budget_tokens=450)
+    cfg = EngineConfig(
+        task=str(TOYTASK),
+        device="cpu",
+        beam=1,
+        budget=20,
+        mode="quick",
+        agent="test",
+        plateau_window=50,
+    )
+    folder = create_session(
+        task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions", config=cfg.to_dict()
+    )
+    path = write_profile(
+        proposer="llm",
+        model="openai/gpt-4o-mini",
+        api_base=provider.openai_base,
+        retries=0,
+        stream=False,
+        budget_tokens=450,
+    )
 
     def paused_events() -> list:
         with SessionRecord.open_readonly(folder) as rec:
-            return [e for e in rec.events(kinds=[ev.SESSION_STATE]) if e.payload["state"] == "paused"]
+            return [
+                e for e in rec.events(kinds=[ev.SESSION_STATE]) if e.payload["state"] == "paused"
+            ]
 
     def post(kind: str, **args) -> None:
         with SessionRecord.open(folder) as rec:
@@ -76,9 +97,18 @@ def test_token_cap_holds_across_resume_and_set_budget_moves_it(provider, keys, w
         change = rec.events(kinds=[ev.BUDGET_CHANGED])[-1].payload
         ack = rec.events(kinds=[ev.COMMAND_ACKED])[-1].payload
         assert (rec.meta()["budget_tokens"], rec.meta()["budget_usd"]) == (600, 5.0)
-    assert (change["tokens"], change["previous_tokens"], change["usd"], change["previous_usd"]) == (600, 450, 5.0, None)
+    assert (change["tokens"], change["previous_tokens"], change["usd"], change["previous_usd"]) == (
+        600,
+        450,
+        5.0,
+        None,
+    )
     assert change["budget"] == 20
-    assert ack["ok"] and "session resumed" in ack["message"] and "600 tokens (450 used)" in ack["message"]
+    assert (
+        ack["ok"]
+        and "session resumed" in ack["message"]
+        and "600 tokens (450 used)" in ack["message"]
+    )
     post("stop")
     t2.join(30)
     assert out2 == ["stopped"]

@@ -32,8 +32,12 @@ RUN_OPTS = ("--device", "cpu", "--mode", "quick")
 COCKPIT = (sys.executable, "-c", "import sys; from cockpit.cli import main; sys.exit(main())")
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str],
-             interval: float = 0.05) -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str | Callable[[], str],
+    interval: float = 0.05,
+) -> Any:
     """Poll `predicate` until it returns something truthy; fail naming `what` (a text, or a
     function that says what is still missing) after `timeout`."""
     deadline = time.monotonic() + timeout
@@ -80,14 +84,27 @@ class Cockpit:
     def env(self) -> dict[str, str]:
         env = dict(os.environ) | self.extra_env
         env["COCKPIT_SESSIONS_DIR"] = str(self.sessions)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p
+        )
         return env
 
-    def __call__(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
-        proc = subprocess.run([*COCKPIT, *args], capture_output=True, text=True,
-                              env=self.env(), cwd=self.cwd, timeout=timeout, stdin=subprocess.DEVNULL)
+    def __call__(
+        self, *args: str, timeout: float = 120, check: bool = False
+    ) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [*COCKPIT, *args],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            cwd=self.cwd,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         if check:
-            assert proc.returncode == 0, f"cockpit {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            assert proc.returncode == 0, (
+                f"cockpit {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     def folder(self, name: str) -> Path:
@@ -97,7 +114,9 @@ class Cockpit:
     def start(self, name: str, *opts: str, task: Path = TOYTASK) -> int:
         """`cockpit run TASK --detach`; returns the engine's pid (it held the lock by then)."""
         self.started.append(name)
-        out = self("run", str(task), "--session", name, "--detach", *RUN_OPTS, *opts, check=True).stdout
+        out = self(
+            "run", str(task), "--session", name, "--detach", *RUN_OPTS, *opts, check=True
+        ).stdout
         return self.watch(out)
 
     def resume(self, name: str) -> int | None:

@@ -30,7 +30,13 @@ def canned(source: str) -> dict[str, Any]:
     m = re.search(r"^CHUNK = (\d+)$", source, re.MULTILINE)
     score = 1000.0 / int(m.group(1)) if m else (50.0 if "torch.add(x * 2, 1)" in source else 20.0)
     shape = {"weight": 1.0, "timing": {"median_us": score, "sem_pct": 0.5}}
-    return {"status": "ok", "score_us": score, "geomean_us": score, "reasons": [], "shapes": [shape, shape]}
+    return {
+        "status": "ok",
+        "score_us": score,
+        "geomean_us": score,
+        "reasons": [],
+        "shapes": [shape, shape],
+    }
 
 
 class InstantPool:
@@ -59,10 +65,21 @@ class InstantPool:
 @pytest.fixture
 def session(tmp_path: Path) -> Callable[..., Path]:
     def make(budget: int = 8, beam: int = 3, plateau: int = 6) -> Path:
-        cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=beam, budget=budget, mode="quick",
-                           plateau_window=plateau)
-        return create_session("s", task="toyscale", device="cpu", sessions_dir=tmp_path / "sessions",
-                              config=cfg.to_dict())
+        cfg = EngineConfig(
+            task=str(TOYTASK),
+            device="cpu",
+            beam=beam,
+            budget=budget,
+            mode="quick",
+            plateau_window=plateau,
+        )
+        return create_session(
+            "s",
+            task="toyscale",
+            device="cpu",
+            sessions_dir=tmp_path / "sessions",
+            config=cfg.to_dict(),
+        )
 
     return make
 
@@ -117,7 +134,9 @@ def test_a_run_on_the_instant_pool_reaches_its_budget(session) -> None:
     folder = session(budget=8)
     assert engine(folder).run() == "done"
     with SessionRecord.open_readonly(folder) as rec:
-        counted = [c for c in rec.candidates() if c.status not in ("duplicate", "proposed", "evaluating")]
+        counted = [
+            c for c in rec.candidates() if c.status not in ("duplicate", "proposed", "evaluating")
+        ]
         assert len(counted) == 8
         assert all(c.commit_sha for c in rec.candidates())
     best_tags_match(folder)
@@ -136,10 +155,14 @@ def test_resume_commits_a_verdict_whose_commit_was_killed(session, resumed) -> N
     with SessionRecord.open_readonly(folder) as rec:
         c = rec.candidate(orphan[0].id)
     assert c.commit_sha
-    assert git(folder / "repo", "log", "-1", "--format=%s", c.commit_sha).stdout.startswith(f"{c.id} ok")
+    assert git(folder / "repo", "log", "-1", "--format=%s", c.commit_sha).stdout.startswith(
+        f"{c.id} ok"
+    )
 
 
-def test_resume_records_a_commit_made_just_before_the_kill_without_committing_twice(session, resumed) -> None:
+def test_resume_records_a_commit_made_just_before_the_kill_without_committing_twice(
+    session, resumed
+) -> None:
     """Killed after the branch ref moved, before the sha was recorded, for a candidate without
     a parent (a seed after a family switch) on a branch that already has commits."""
     folder = session(budget=8)
@@ -177,11 +200,20 @@ def test_resume_moves_a_best_tag_whose_move_was_killed(session, resumed) -> None
     best_tags_match(folder)
 
 
-def test_resume_after_a_kill_right_after_an_escalation_starts_from_the_new_familys_seed(session, resumed) -> None:
+def test_resume_after_a_kill_right_after_an_escalation_starts_from_the_new_familys_seed(
+    session, resumed
+) -> None:
     folder = session(budget=20, beam=3)
     e = engine(folder)
-    die_on(e.record, "append", lambda n, args, kw: bool(args) and args[0] == ev.CANDIDATE_PROPOSED
-           and any(x.kind == ev.ESCALATED for x in e.record.events(kinds=[ev.ESCALATED])))
+    die_on(
+        e.record,
+        "append",
+        lambda n, args, kw: (
+            bool(args)
+            and args[0] == ev.CANDIDATE_PROPOSED
+            and any(x.kind == ev.ESCALATED for x in e.record.events(kinds=[ev.ESCALATED]))
+        ),
+    )
     with pytest.raises(Killed):
         e.run()
     with SessionRecord.open_readonly(folder) as rec:
@@ -201,7 +233,9 @@ def test_resume_keeps_the_head_of_a_forked_branch_not_yet_evaluated(session, res
     e2 = resumed(folder)
     e2.record.post_command("fork", {"candidate": "c0003", "family": "chunked"}, source="test")
     e2.apply_commands()
-    forked = next(b for b in e2.branches.values() if b.head_id == "c0003" and b.id not in ("b1", "b2", "b3"))
+    forked = next(
+        b for b in e2.branches.values() if b.head_id == "c0003" and b.id not in ("b1", "b2", "b3")
+    )
     e2.close()  # dies before the forked branch is evaluated
     e3 = resumed(folder)
     b = e3.branches[forked.id]
@@ -222,10 +256,14 @@ def test_resume_of_an_engine_killed_while_paused_stays_paused(session, resumed) 
         assert rec.meta()["state"] == "paused"
 
 
-def test_a_lost_evaluation_is_reported_once_however_often_the_session_is_resumed(session, resumed) -> None:
+def test_a_lost_evaluation_is_reported_once_however_often_the_session_is_resumed(
+    session, resumed
+) -> None:
     folder = session(budget=6)
     e = resumed(folder, InstantPool(hang=True))
-    assert e.tick(wait_s=0.01) is None  # the seeds are recorded, one is submitted and never finishes
+    assert (
+        e.tick(wait_s=0.01) is None
+    )  # the seeds are recorded, one is submitted and never finishes
     lost = next(iter(e.inflight.values()))[0]
     waiting = [r.cid for r in e.ready]
     assert waiting  # the other seeds wait for the (one) worker
@@ -258,7 +296,9 @@ def test_candidates_waiting_for_a_worker_are_evaluated_on_resume_not_lost(sessio
         assert all(started.count(cid) == 1 for cid in waiting)
 
 
-def test_an_engine_failing_before_its_loop_raises_its_own_error_and_releases_the_lock(session) -> None:
+def test_an_engine_failing_before_its_loop_raises_its_own_error_and_releases_the_lock(
+    session,
+) -> None:
     folder = session()
     e = engine(folder)
     die_on(e.record, "append", lambda n, args, kw: args[0] == ev.SESSION_STARTED)

@@ -46,7 +46,9 @@ def paused(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cockpit]:
         folder = c.folder(NAME)
         wait_for(lambda: events(folder, ev.EVALUATION_STARTED), 60, "the first evaluation")
         proc = send(c, "pause")
-        assert proc.returncode == 0 and proc.stdout.strip() == "ok: session paused", proc.stdout + proc.stderr
+        assert proc.returncode == 0 and proc.stdout.strip() == "ok: session paused", (
+            proc.stdout + proc.stderr
+        )
         yield c
     finally:
         c.kill_all()
@@ -55,7 +57,11 @@ def paused(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cockpit]:
 def test_pause_all_holds_new_evaluations(paused: Cockpit) -> None:
     folder = paused.folder(NAME)
     assert paused.status(NAME)["state"] == "paused"
-    ack = next(e for e in events(folder, ev.COMMAND_ACKED) if e.payload["kind"] == "pause" and e.branch is None)
+    ack = next(
+        e
+        for e in events(folder, ev.COMMAND_ACKED)
+        if e.payload["kind"] == "pause" and e.branch is None
+    )
     state = [e for e in events(folder, ev.SESSION_STATE) if e.id < ack.id][-1]
     assert state.payload == {"state": "paused", "reason": "by command"}
     wait_for(lambda: not evaluating(paused), 90, "the evaluation in flight to finish")
@@ -72,7 +78,9 @@ def test_pause_and_resume_one_branch(paused: Cockpit) -> None:
     proc = send(paused, "resume", "--branch", "b1")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok: b1 running"
     assert branch(paused.status(NAME), "b1")["state"] == "running"
-    states = [e.payload["state"] for e in events(paused.folder(NAME), ev.BRANCH_STATE) if e.branch == "b1"]
+    states = [
+        e.payload["state"] for e in events(paused.folder(NAME), ev.BRANCH_STATE) if e.branch == "b1"
+    ]
     assert states[-2:] == ["paused", "running"]
     assert paused.status(NAME)["state"] == "paused"  # a branch command leaves the session alone
 
@@ -94,11 +102,24 @@ def test_fork_makes_a_new_branch_with_family_and_instruction(paused: Cockpit) ->
 def test_redirect_steer_and_queue_are_acknowledged(paused: Cockpit) -> None:
     steer = send(paused, "redirect", "--branch", "b2", "--mode", "steer", "use", "bigger", "chunks")
     assert steer.returncode == 0 and steer.stdout.strip() == "ok: b2: instruction kept from now on"
-    queue = send(paused, "redirect", "--branch", "b2", "--mode", "queue", "--instruction", "try CHUNK=8 once")
-    assert queue.returncode == 0 and queue.stdout.strip() == "ok: b2: instruction queued for the next proposal"
-    received = [e.payload for e in events(paused.folder(NAME), ev.COMMAND_RECEIVED) if e.payload["kind"] == "redirect"]
-    assert {"branch": "b2", "mode": "steer", "instruction": "use bigger chunks"} in [r["args"] for r in received]
-    assert {"branch": "b2", "mode": "queue", "instruction": "try CHUNK=8 once"} in [r["args"] for r in received]
+    queue = send(
+        paused, "redirect", "--branch", "b2", "--mode", "queue", "--instruction", "try CHUNK=8 once"
+    )
+    assert (
+        queue.returncode == 0
+        and queue.stdout.strip() == "ok: b2: instruction queued for the next proposal"
+    )
+    received = [
+        e.payload
+        for e in events(paused.folder(NAME), ev.COMMAND_RECEIVED)
+        if e.payload["kind"] == "redirect"
+    ]
+    assert {"branch": "b2", "mode": "steer", "instruction": "use bigger chunks"} in [
+        r["args"] for r in received
+    ]
+    assert {"branch": "b2", "mode": "queue", "instruction": "try CHUNK=8 once"} in [
+        r["args"] for r in received
+    ]
 
 
 def test_retire_records_its_reason(paused: Cockpit) -> None:
@@ -120,7 +141,9 @@ def test_set_model_for_one_branch_then_for_all(paused: Cockpit) -> None:
     assert every.returncode == 0 and every.stdout.startswith("ok: model big-model for ")
     st = paused.status(NAME)
     assert all(b["model"] == "big-model" for b in st["branches"] if b["state"] != "retired")
-    changed = [(e.branch, e.payload["model"]) for e in events(paused.folder(NAME), ev.MODEL_CHANGED)]
+    changed = [
+        (e.branch, e.payload["model"]) for e in events(paused.folder(NAME), ev.MODEL_CHANGED)
+    ]
     assert changed[-2:] == [("b2", "small-model"), (None, "big-model")]
 
 
@@ -143,7 +166,9 @@ def test_set_budget_changes_the_recorded_budget(paused: Cockpit) -> None:
         (("set-budget", "--usd", "5"), "refused: this session's proposer makes no paid calls"),
     ],
 )
-def test_a_bad_command_is_refused_and_the_engine_goes_on(paused: Cockpit, args: tuple, message: str) -> None:
+def test_a_bad_command_is_refused_and_the_engine_goes_on(
+    paused: Cockpit, args: tuple, message: str
+) -> None:
     proc = send(paused, *args)
     assert proc.returncode == 1
     assert proc.stdout.strip().startswith(message), proc.stdout
@@ -159,7 +184,10 @@ def test_set_budget_posts_usd_and_tokens_and_a_tuner_session_refuses_them(paused
     assert proc.returncode == 1 and "makes no paid calls" in proc.stdout
     with SessionRecord.open_readonly(paused.folder(NAME)) as rec:
         assert rec.commands()[-1].args == {"usd": 5.0, "tokens": 200000}
-    assert paused.status(NAME)["budget"] == events(paused.folder(NAME), ev.BUDGET_CHANGED)[-1].payload["budget"]
+    assert (
+        paused.status(NAME)["budget"]
+        == events(paused.folder(NAME), ev.BUDGET_CHANGED)[-1].payload["budget"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -167,11 +195,16 @@ def test_set_budget_posts_usd_and_tokens_and_a_tuner_session_refuses_them(paused
     [
         (("set-budget", "-3"), "set-budget: budget must be a finite number >= 0, not '-3'"),
         (("set-budget", "--usd", "five"), "set-budget: --usd 'five' is not an amount in USD"),
-        (("set-budget", "--tokens", "1.5"), "set-budget: --tokens '1.5' is not a whole number of tokens"),
+        (
+            ("set-budget", "--tokens", "1.5"),
+            "set-budget: --tokens '1.5' is not a whole number of tokens",
+        ),
         (("set-budget",), "set-budget needs a budget (evaluations), --usd or --tokens"),
     ],
 )
-def test_a_malformed_set_budget_is_refused_when_posted(paused: Cockpit, args: tuple, message: str) -> None:
+def test_a_malformed_set_budget_is_refused_when_posted(
+    paused: Cockpit, args: tuple, message: str
+) -> None:
     before = len(events(paused.folder(NAME), ev.COMMAND_RECEIVED))
     proc = paused("send", NAME, *args)
     assert proc.returncode == 2
@@ -189,7 +222,9 @@ def test_an_unknown_command_kind_is_refused_when_posted(paused: Cockpit) -> None
 # --- an engine of its own: resume all, then stop ----------------------------------------------
 
 
-def test_resume_all_restarts_evaluations_and_stop_wait_returns_when_stopped(cockpit: Cockpit) -> None:
+def test_resume_all_restarts_evaluations_and_stop_wait_returns_when_stopped(
+    cockpit: Cockpit,
+) -> None:
     pid = cockpit.start(NAME, "--budget", "100", "--beam", "2")
     folder = cockpit.folder(NAME)
     assert send(cockpit, "pause").returncode == 0
@@ -197,8 +232,11 @@ def test_resume_all_restarts_evaluations_and_stop_wait_returns_when_stopped(cock
     proc = send(cockpit, "resume")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok: session running"
     ack = [e for e in events(folder, ev.COMMAND_ACKED) if e.payload["kind"] == "resume"][-1]
-    wait_for(lambda: [e for e in events(folder, ev.EVALUATION_STARTED) if e.id > ack.id], 30,
-             "an evaluation after resume")
+    wait_for(
+        lambda: [e for e in events(folder, ev.EVALUATION_STARTED) if e.id > ack.id],
+        30,
+        "an evaluation after resume",
+    )
     assert cockpit.status(NAME)["state"] == "running"
 
     stop = cockpit("stop", NAME, "--wait", "--timeout", "90")

@@ -52,7 +52,9 @@ def kill_engine(c: Cockpit, pid: int) -> list[str]:
     lines = [cmdline(p) for p in procs]
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not running([engine]), 10, "the engine to die")
-    wait_for(lambda: not running(procs), 10, lambda: f"the engine's children to die: {running(procs)}")
+    wait_for(
+        lambda: not running(procs), 10, lambda: f"the engine's children to die: {running(procs)}"
+    )
     return lines
 
 
@@ -148,12 +150,18 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_recorded(cockpit: C
     moments = []
     kills = 0
     for round_ in range(ROUNDS):
-        pid = cockpit.start(name, "--budget", str(budget), "--beam", "2") if round_ == 0 else cockpit.resume(name)
+        pid = (
+            cockpit.start(name, "--budget", str(budget), "--beam", "2")
+            if round_ == 0
+            else cockpit.resume(name)
+        )
         if pid is None:
             break  # the last kill came after the last verdict: nothing was left to do
         with SessionRecord.open_readonly(folder) as rec:
             base = rec.last_event_id()
-        kind = rng.choice([ev.EVALUATION_FINISHED, ev.CANDIDATE_COMMITTED, ev.EVALUATION_STARTED, None])
+        kind = rng.choice(
+            [ev.EVALUATION_FINISHED, ev.CANDIDATE_COMMITTED, ev.EVALUATION_STARTED, None]
+        )
         extra = rng.randint(1, 12)
         moments.append((kind, extra))
 
@@ -167,8 +175,12 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_recorded(cockpit: C
             engine = psutil.Process(pid)
         except psutil.NoSuchProcess:
             break  # finished already: the budget was spent
-        wait_for(lambda engine=engine: moment() or not running([engine]), 120,
-                 f"the moment to kill ({kind or f'{extra} events'}; seed {SEED})", interval=0.005)
+        wait_for(
+            lambda engine=engine: moment() or not running([engine]),
+            120,
+            f"the moment to kill ({kind or f'{extra} events'}; seed {SEED})",
+            interval=0.005,
+        )
         if not moment() or not running([engine]):
             break  # the budget ran out first: the engine finished on its own
         kill_engine(cockpit, pid)
@@ -190,7 +202,9 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing_recorded(cockpit: C
     assert len(events(folder, ev.SESSION_STARTED)) == starts, moments
 
 
-def test_a_command_applied_but_killed_before_its_ack_is_applied_exactly_once_on_resume(cockpit: Cockpit) -> None:
+def test_a_command_applied_but_killed_before_its_ack_is_applied_exactly_once_on_resume(
+    cockpit: Cockpit,
+) -> None:
     """The engine SIGKILLs itself after applying a fork and before acknowledging it (an injected
     fault). The command's receipt, its effects and its ack are one transaction: the record shows
     the command still pending and nothing of it applied, and the resumed engine applies it once.
@@ -201,8 +215,17 @@ def test_a_command_applied_but_killed_before_its_ack_is_applied_exactly_once_on_
     pid = cockpit.start(name, "--budget", "3", "--beam", "2")
     cockpit.extra_env.clear()
     wait_for(lambda: [x for x in candidates(folder) if x.id == "c0001"], 60, "the first candidate")
-    posted = cockpit("send", name, "fork", "c0001", "--family", "vectorized", "--instruction", "fuse the add",
-                     check=True)
+    posted = cockpit(
+        "send",
+        name,
+        "fork",
+        "c0001",
+        "--family",
+        "vectorized",
+        "--instruction",
+        "fuse the add",
+        check=True,
+    )
     command_id = int(posted.stdout.split()[-1])
     wait_for(lambda: not alive(pid), 30, "the engine to die right after applying the fork")
     with SessionRecord.open_readonly(folder) as rec:
@@ -215,7 +238,9 @@ def test_a_command_applied_but_killed_before_its_ack_is_applied_exactly_once_on_
     assert_sound(folder)
     forks = events(folder, ev.BRANCH_FORKED)
     assert len(forks) == 1 and forks[0].payload["from_candidate"] == "c0001"
-    received = [e for e in events(folder, ev.COMMAND_RECEIVED) if e.payload["command_id"] == command_id]
+    received = [
+        e for e in events(folder, ev.COMMAND_RECEIVED) if e.payload["command_id"] == command_id
+    ]
     acked = [e for e in events(folder, ev.COMMAND_ACKED) if e.payload["command_id"] == command_id]
     assert len(received) == 1 and len(acked) == 1 and acked[0].payload["ok"]
     assert received[0].id < forks[0].id < acked[0].id
