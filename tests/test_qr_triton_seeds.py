@@ -10,13 +10,13 @@ is judged by the task's own checker, one matrix of every input family per batch.
 from __future__ import annotations
 
 import importlib.util
+from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
 
-from cockpit.harness.judge import Options, evaluate
 from cockpit.harness.task import load_task
 
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "qr"
@@ -35,17 +35,22 @@ ref = _load(TASK_DIR / "reference.py")
 SEEDS = {name: _load(TASK_DIR / "seeds" / f) for name, f in SEED_FILES.items()}
 BASE_FAMILIES = [f for f in ref.FAMILIES if f != "mixed"]
 
+# Tall panels split over several programs per matrix: every panel taller than 4 rows, 4 rows
+# per program (n = 17: 5, 3 and 2 programs), 2 rows per chunk (several chunks per program).
+SPLIT = {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2}
 # (seed, module constants) for every code path; {} = the shipped defaults.
 PATHS = {
     "fused-default": ("fused", {}),  # fused kernel up to 64, panels + fused tail at 70
     "fused-blocked-registers": ("fused", {"FUSED_MAX_N": 8, "NB": 8}),
     "fused-blocked-streamed": (
         "fused",
-        {"FUSED_MAX_N": 4, "NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128},
+        {"FUSED_MAX_N": 4, "NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128, "SPLIT_TARGET": 0},
     ),
     "wy-default": ("panel_wy", {}),  # one register panel up to 32, then blocked
     "wy-registers-nb8": ("panel_wy", {"NB": 8}),
-    "wy-streamed": ("panel_wy", {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128}),
+    "wy-streamed": ("panel_wy", {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128, "SPLIT_TARGET": 0}),
+    "wy-split": ("panel_wy", SPLIT),
+    "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
 }
 SIZES = [1, 2, 3, 17, 33, 48, 70]
 STREAMED_SIZES = [2, 3, 17]  # n = 17: 3 panels of 2 row chunks; the interpreter is slow here
@@ -82,7 +87,7 @@ def assert_passes(a: torch.Tensor, out, what: str) -> None:
 def _path_params() -> list:
     out = []
     for name in PATHS:
-        sizes = STREAMED_SIZES if "streamed" in name else SIZES
+        sizes = STREAMED_SIZES if "streamed" in name or "split" in name else SIZES
         out += [pytest.param(name, n, id=f"{name}-n{n}") for n in sizes]
     return out
 
@@ -124,7 +129,7 @@ def test_tiny_matrices_share_a_program_on_the_gpu_and_larger_ones_do_not(seed):
     assert per_program(3, 2 * 2, True) == 4  # never more than the (rounded-up) batch
 
 
-@pytest.mark.parametrize("path", ["fused-default", "wy-default", "wy-streamed"])
+@pytest.mark.parametrize("path", ["fused-default", "wy-default", "wy-streamed", "wy-split"])
 def test_zero_columns_get_tau_zero_and_stay_untouched(path, monkeypatch):
     seed, constants = PATHS[path]
     a = ref.make_inputs({"batch": 2, "n": 6, "cond": 1, "family": "upper"}, 0, "cpu")[0]
@@ -167,13 +172,95 @@ def test_source_is_clean_for_the_static_scan(seed):
     assert SEEDS[seed].FAMILY in {"fused-small-n", "triton-panel-wy"}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEED_FILES)
-def test_harness_passes_the_seed_in_quick_mode_on_the_cpu_shapes(seed):
-    task = load_task("qr")
-    result = evaluate(
-        task, TASK_DIR / "seeds" / SEED_FILES[seed], Options(device="cpu", mode="quick")
-    )
-    assert result.status == "ok", [(r.kind, r.shape, r.message) for r in result.reasons[:5]]
-    assert result.shapes and all(s.ok for s in result.shapes)
-    assert not result.baseline_exempt and result.profile.get("family") == SEEDS[seed].FAMILY
+def test_split_panels_are_taken_where_few_matrices_meet_tall_panels(seed, monkeypatch):
+    module = SEEDS[seed]
+    split = module._split_programs
+    assert split(2, 4096, 32) == 64 and split(8, 2048, 32) == 32  # the GPU's SMs filled
+    assert split(60, 1024, 32) == 5 and split(20, 1500, 32) == 13
+    assert split(640, 512, 32) == 0  # a register panel
+    assert split(200, 1024, 32) == 0  # enough matrices: one streaming program each
+    launches = []
+    real = module._panel_split
+
+    class Spy:
+        def __getitem__(self, grid):
+            launches.append(grid)
+            return real[grid]
+
+    monkeypatch.setattr(module, "_panel_split", Spy())
+    a = ref.make_inputs({"batch": 2, "n": 17, "cond": 2, "family": "dense"}, 4, "cpu")[0]
+    constants = dict(SPLIT, FUSED_MAX_N=4) if seed == "fused" else SPLIT
+    assert_passes(a, run(seed, a, monkeypatch, **constants), f"{seed} split")
+    # panels at k = 0, 8 of 17 and 9 rows: 5 and 3 programs, kb + 1 = 9 launches each
+    assert launches == [(2, 5)] * 9 + [(2, 3)] * 9
+
+
+class FakeGraph:
+    """Stands in for a captured CUDA graph on the CPU: replay re-runs the factorization of the
+    static input into the captured outputs, as the real graph does."""
+
+    def __init__(self, module, static):
+        self.module, self.static = module, static
+        batch, n, _ = static.shape
+        self.out = (torch.empty(batch, n, n), torch.empty(batch, n))
+
+    def replay(self):
+        h, tau = self.module._factor(self.static)
+        self.out[0].copy_(h)
+        self.out[1].copy_(tau)
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_graph_cache_replays_fresh_inputs_into_fresh_tensors(seed, monkeypatch):
+    module = SEEDS[seed]
+    graphs = []
+
+    def capture(static):
+        graphs.append(FakeGraph(module, static))
+        return graphs[-1], graphs[-1].out
+
+    monkeypatch.setattr(module, "_GRAPHS", OrderedDict())
+    monkeypatch.setattr(module, "_capture", capture)
+    monkeypatch.setattr(module, "GRAPH_CACHE", 2)
+    seen = []
+    for i, n in enumerate([5, 5, 40, 5, 3, 40]):
+        a = ref.make_inputs({"batch": 3, "n": n, "cond": 2, "family": "mixed"}, 10 + i, "cpu")[0]
+        before = a.clone()
+        h, tau = module._graphed(a)
+        assert torch.equal(a, before)
+        assert_passes(a, (h, tau), f"{seed} call {i} n={n}")
+        assert all(h is not x and tau is not x for x in seen)
+        assert all(g.out[0] is not h and g.out[1] is not tau for g in graphs)
+        seen += [h, tau]
+    # n = 5 captured, replayed, 40 captured, 5 replayed, 3 captured (40 dropped), 40 again
+    assert len(graphs) == 4 and list(module._GRAPHS) == [
+        ((3, 3, 3), a.device),
+        ((3, 40, 40), a.device),
+    ]
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_a_refused_capture_falls_back_to_plain_runs(seed, monkeypatch):
+    module = SEEDS[seed]
+
+    def capture(static):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(module, "_GRAPHS", OrderedDict())
+    monkeypatch.setattr(module, "_capture", capture)
+    for i in range(2):
+        a = ref.make_inputs({"batch": 2, "n": 6, "cond": 2, "family": "mixed"}, i, "cpu")[0]
+        assert_passes(a, module._graphed(a), f"{seed} call {i}")
+
+
+@pytest.mark.parametrize("seed", SEED_FILES)
+def test_graphs_are_off_on_the_cpu_and_capped_by_memory(seed, monkeypatch):
+    module = SEEDS[seed]
+    monkeypatch.setattr(module, "_GRAPHS", OrderedDict())
+    a = ref.make_inputs({"batch": 2, "n": 6, "cond": 2, "family": "dense"}, 0, "cpu")[0]
+    assert_passes(a, module.kernel(a), seed)
+    assert not module._GRAPHS
+    assert module._graph_bytes(640, 512) <= module.GRAPH_MAX_BYTES  # the benchmark batches
+    assert module._graph_bytes(2, 4096) <= module.GRAPH_MAX_BYTES
+    assert module._graph_bytes(8200, 512) > module.GRAPH_MAX_BYTES  # > 2**31 elements

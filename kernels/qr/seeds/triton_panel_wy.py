@@ -33,8 +33,24 @@ NB = 32, ~2 reads of the trailing matrix per panel). The panel is one program pe
 bound by NB dependent reductions, and for tall panels by one SM's L2 bandwidth
 ((NB + 2) * m * NB * 8 bytes per panel): with few matrices (batch 2 at n = 4096) that is the
 bottleneck; splitting a panel over several programs is the next step there.
+Split panels (few matrices, tall panels: batch * SPLIT_MIN <= SPLIT_TARGET and the panel too
+tall for registers): one program per matrix would leave most SMs idle (batch 2 at n = 4096 ran
+on 2 of 132 SMs), so the rows are split over P <= MAX_SPLIT programs per matrix (>=
+SPLIT_MIN_ROWS rows each) and the panel takes kb + 1 launches of `_panel_split`: each program
+sums the P partial statistics of column j (x^T P and the pivot row; same order everywhere, so
+every program builds the same reflector), applies reflector j to its rows and writes its
+partials of column j + 1 (double-buffered scratch). Same arithmetic as the streamed panel.
+
+CUDA graphs (USE_GRAPHS, CUDA only, input + H + scratch <= GRAPH_MAX_BYTES): the first call at a
+(shape, device) runs plainly (its result is returned; the run compiles every kernel) and then
+captures the factorization of a static input buffer with torch.cuda.graph (torch's own capture
+stream); later calls copy the input in, replay on the caller's stream and return clones of the
+graph's outputs: 4 host-side launches per call whatever the kernel count. GRAPH_CACHE graphs
+are kept, least recently used dropped first; a refused capture means plain runs for that shape.
 Offsets: the matrix index is widened to int64 before it is multiplied by n * n.
 """
+
+from collections import OrderedDict
 
 import torch
 import triton
@@ -51,6 +67,9 @@ except ImportError:  # pragma: no cover - older or newer Triton
 
 FAMILY = "triton-panel-wy"
 TUNABLES = {
+    "USE_GRAPHS": [True, False],
+    "SPLIT_TARGET": [0, 128, 256, 512],
+    "SPLIT_MIN": [2, 4, 8],
     "NB": [16, 32, 64],
     "REG_ELEMS": [4096, 8192, 16384],
     "CHUNK_ELEMS": [2048, 4096, 8192],
@@ -63,6 +82,13 @@ CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from 
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread: sets num_warps
 MAX_WARPS = 16
+SPLIT_TARGET = 256  # tall panels: split rows until batch * programs reaches this (0: off)
+SPLIT_MIN = 4  # ... if that gives at least this many programs per matrix
+SPLIT_MIN_ROWS = 64  # rows per program at least
+MAX_SPLIT = 64  # programs per matrix at most
+USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), replay it after
+GRAPH_MAX_BYTES = 2 << 30  # no graph when the input + H + scratch exceed this
+GRAPH_CACHE = 4  # graphs kept (least recently used dropped first)
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -207,6 +233,78 @@ def _panel_stream(
         tl.store(V + pid * v_bs + r2 * kb + c2, vb, mask=msk)
 
 
+@triton.jit
+def _panel_split(
+    H, V, T, TAU, S, n, m, kb, k, v_bs, j, nsplit, rows_per,
+    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr,
+):  # fmt: skip
+    """Column step j of a tall panel whose rows are split over `nsplit` programs per matrix
+    (grid (batch, nsplit), program p owns rows [p * rows_per, (p + 1) * rows_per)).
+
+    Every program sums the partial statistics of column j (S[mat, j % 2, :nsplit]: x^T P and
+    P[j, :] over each program's rows) in the same order, so all of them build the same
+    reflector j; each applies it to its own rows and writes the partial statistics of column
+    j + 1 to S[mat, (j + 1) % 2, p]. Program 0 writes tau_j and column j of T (dlarft).
+    j = -1: statistics of column 0 only. j = kb - 1 also writes V for the program's rows."""
+    mat = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1)
+    hp = H + mat * n * n + k * n + k
+    rows = tl.arange(0, RB)
+    cols = tl.arange(0, NBP)
+    parts = tl.arange(0, PP)
+    c2 = cols[None, :]
+    ti = cols[:, None]
+    colok = c2 < kb
+    live = j >= 0
+    sb = S + mat * (4 * PP * NBP)  # [2 parities, PP programs, 2 (x^T P, pivot row), NBP]
+    sin = sb + ((j + 2) % 2) * (2 * PP * NBP) + parts[:, None] * (2 * NBP) + c2
+    pmask = (parts[:, None] < nsplit) & colok & live
+    s = tl.reduce(tl.load(sin, mask=pmask, other=0.0), 0, _add)
+    arow = tl.reduce(tl.load(sin + NBP, mask=pmask, other=0.0), 0, _add)
+    alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
+    xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
+    refl = xx > 0
+    hyp = tl.sqrt_rn(alpha * alpha + xx)
+    beta = tl.where(alpha >= 0, -hyp, hyp)
+    denom = tl.where(refl, alpha - beta, 1.0)
+    tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+    diag = tl.where(refl, beta, alpha)
+    wg = arow + tl.div_rn(s, denom)
+    w = tl.where(cols > j, wg, 0.0)
+    # dlarft column j from the columns < j that earlier steps' program 0 wrote.
+    tp = T + mat * (kb * kb)
+    tprev = tl.load(tp + ti * kb + c2, mask=(ti < kb) & (c2 < j), other=0.0)
+    tg = tl.reduce(tprev * tl.where(cols < j, wg, 0.0)[None, :], 1, _add)
+    tcol = tl.where(cols < j, -tau * tg, tl.where(cols == j, tau, 0.0))
+    first = (p == 0) & live
+    tl.store(tp + cols * kb + j, tcol, mask=first & (cols < kb))
+    tl.store(TAU + mat * n + k + j, tau, mask=first)
+    jn = j + 1
+    last = j == kb - 1
+    s = tl.zeros([NBP], tl.float32)
+    arow = tl.zeros([NBP], tl.float32)
+    r_lo = p * rows_per
+    for r0 in range(r_lo, r_lo + rows_per, RB):
+        r = r0 + rows
+        r2 = r[:, None]
+        msk = (r2 < m) & colok
+        a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
+        colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
+        v = tl.where(r == j, 1.0, tl.where(r > j, tl.div_rn(colj, denom), 0.0))
+        a = a - tau * (v[:, None] * w[None, :])
+        newcol = tl.where(r > j, v, tl.where(r == j, diag, colj))
+        a = tl.where(c2 == j, newcol[:, None], a)
+        tl.store(hp + r2 * n + c2, a, mask=msk & live)
+        x = tl.where(r > jn, tl.reduce(tl.where(c2 == jn, a, 0.0), 1, _add), 0.0)
+        s += tl.reduce(a * x[:, None], 0, _add)
+        arow += tl.reduce(tl.where(r2 == jn, a, 0.0), 0, _add)
+        vb = tl.where(r2 > c2, a, tl.where(r2 == c2, 1.0, 0.0))
+        tl.store(V + mat * v_bs + r2 * kb + c2, vb, mask=msk & last)
+    sout = sb + ((j + 1) % 2) * (2 * PP * NBP) + p * (2 * NBP) + cols
+    tl.store(sout, s, mask=(cols < kb) & (jn < kb))
+    tl.store(sout + NBP, arow, mask=(cols < kb) & (jn < kb))
+
+
 def _warps(elems: int, per_thread: int) -> int:
     w = triton.next_power_of_2(max(1, elems // (32 * per_thread)))
     return max(1, min(MAX_WARPS, w))
@@ -217,6 +315,35 @@ def _per_program(batch: int, tile: int, on_gpu: bool) -> int:
     (Triton interpreter, where every program costs Python overhead per op) up to CPU_TILE."""
     budget = GPU_TILE if on_gpu else CPU_TILE
     return max(1, min(triton.next_power_of_2(batch), budget // tile))
+
+
+def _split_programs(batch: int, m: int, nbp: int) -> int:
+    """Programs per matrix for a tall panel of m rows: 0 keeps one streaming program per
+    matrix (enough matrices to fill the GPU), else the rows are split (few matrices)."""
+    if SPLIT_TARGET <= 0 or m * nbp <= REG_ELEMS:
+        return 0
+    p = min(MAX_SPLIT, triton.cdiv(m, SPLIT_MIN_ROWS), triton.cdiv(SPLIT_TARGET, batch))
+    return p if p >= SPLIT_MIN else 0
+
+
+def _split_panel(h, tau, v, t, k, kb, nsplit):
+    """Panel h[:, k:, k:k+kb] with its rows split over nsplit programs per matrix: kb + 1
+    launches of `_panel_split` (statistics of column 0, then one per column)."""
+    batch, n, _ = h.shape
+    m = n - k
+    nbp = max(2, triton.next_power_of_2(kb))
+    rows = triton.cdiv(m, nsplit)
+    rb = min(triton.next_power_of_2(rows), max(2, CHUNK_ELEMS // nbp))
+    rows_per = triton.cdiv(rows, rb) * rb
+    nsplit = triton.cdiv(m, rows_per)
+    pp = max(2, triton.next_power_of_2(nsplit))
+    s = torch.empty(batch * 4 * pp * nbp, dtype=h.dtype, device=h.device)
+    warps = _warps(rb * nbp, ELEMS_PER_THREAD)
+    for j in range(-1, kb):
+        _panel_split[(batch, nsplit)](
+            h, v, t, tau, s, n, m, kb, k, v.shape[1], j, nsplit, rows_per,
+            RB=rb, NBP=nbp, PP=pp, num_warps=warps,
+        )  # fmt: skip
 
 
 def _factor_panel(h, tau, v, t, k, kb):
@@ -234,6 +361,8 @@ def _factor_panel(h, tau, v, t, k, kb):
             h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp,
             num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
+    elif _split_programs(batch, m, nbp):
+        _split_panel(h, tau, v, t, k, kb, _split_programs(batch, m, nbp))
     else:
         rb = max(16, min(mb, CHUNK_ELEMS // nbp))
         _panel_stream[(batch,)](
@@ -253,7 +382,7 @@ def _apply_panel(h, v, t, k, kb):
     c.baddbmm_(vv, w, alpha=-1.0)
 
 
-def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _factor(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     h = A.to(torch.float32, copy=True).contiguous()
     batch, n, _ = h.shape
     tau = torch.empty(batch, n, dtype=h.dtype, device=h.device)
@@ -268,3 +397,59 @@ def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if k + kb < n:
             _apply_panel(h, v, t, k, kb)
     return h, tau
+
+
+# CUDA graphs: a factorization is a fixed sequence of launches for a given (batch, n), so the
+# first call at a shape runs it plainly (which also compiles every kernel and warms cuBLAS) and
+# then captures it reading a static input buffer; later calls copy the fresh input in, replay,
+# and return clones of the graph's outputs (the next replay overwrites them). The timed calls
+# then cost 4 host launches whatever the number of kernels inside.
+_GRAPHS: OrderedDict = OrderedDict()  # (shape, device) -> (graph, static input, H, tau)
+
+
+def _graph_bytes(batch: int, n: int) -> int:
+    """Memory a graph keeps: static input, H, tau, V and the trailing-update scratch."""
+    nb = max(1, min(NB, n))
+    return 4 * batch * n * (2 * n + 2 * nb + 1)
+
+
+def _capture(static: torch.Tensor):
+    """(graph, (H, tau)): the factorization of `static` captured on torch's capture stream
+    (not the caller's), its outputs in the graph's private memory pool."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.device(static.device):  # the capture stream is made on this device
+        capture = torch.cuda.graph(graph, capture_error_mode="thread_local")
+        with capture:
+            out = _factor(static)
+    return graph, out
+
+
+def _graphed(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    key = (tuple(A.shape), A.device)
+    if key not in _GRAPHS:
+        out = _factor(A)  # the first call's result; the run also compiles every kernel
+        static = torch.empty(A.shape, dtype=torch.float32, device=A.device)
+        try:
+            graph, (h, tau) = _capture(static)
+        except RuntimeError:  # capture refused (e.g. unsupported here): plain runs from now on
+            _GRAPHS[key] = None
+        else:
+            _GRAPHS[key] = (graph, static, h, tau)
+        while len(_GRAPHS) > GRAPH_CACHE:
+            _GRAPHS.popitem(last=False)
+        return out
+    _GRAPHS.move_to_end(key)
+    entry = _GRAPHS[key]
+    if entry is None:  # a shape whose capture failed
+        return _factor(A)
+    graph, static, h, tau = entry
+    static.copy_(A)
+    graph.replay()
+    return h.clone(), tau.clone()
+
+
+def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    on = USE_GRAPHS and A.is_cuda and A.dim() == 3 and A.numel() > 0
+    if on and _graph_bytes(A.shape[0], A.shape[1]) <= GRAPH_MAX_BYTES:
+        return _graphed(A)
+    return _factor(A)
