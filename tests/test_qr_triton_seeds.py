@@ -38,6 +38,9 @@ BASE_FAMILIES = [f for f in ref.FAMILIES if f != "mixed"]
 # Tall panels split over several programs per matrix: every panel taller than 4 rows, 4 rows
 # per program (n = 17: 5, 3 and 2 programs), 2 rows per chunk (several chunks per program).
 SPLIT = {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2}
+# The trailing update as the two Triton tl.dot kernels (USE_TF32X3's path; in the interpreter
+# in "ieee" float32), tiles of 16 so that n = 33..70 has several tiles and ragged edges.
+DOT = {"FORCE_TRITON_UPDATE": True, "DOT_BM": 16, "DOT_BN": 16, "DOT_BK": 16}
 # (seed, module constants) for every code path; {} = the shipped defaults.
 PATHS = {
     "fused-default": ("fused", {}),  # fused kernel up to 64, panels + fused tail at 70
@@ -50,6 +53,8 @@ PATHS = {
     "wy-registers-nb8": ("panel_wy", {"NB": 8}),
     "wy-streamed": ("panel_wy", {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128, "SPLIT_TARGET": 0}),
     "wy-split": ("panel_wy", SPLIT),
+    "wy-triton-update": ("panel_wy", {"NB": 8, **DOT}),
+    "fused-triton-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT}),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
 }
 SIZES = [1, 2, 3, 17, 33, 48, 70]

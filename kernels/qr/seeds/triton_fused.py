@@ -62,6 +62,8 @@ except ImportError:  # pragma: no cover - older or newer Triton
 
 FAMILY = "fused-small-n"
 TUNABLES = {
+    "USE_TF32X3": [False, True],
+    "DOT_BN": [32, 64, 128],
     "USE_GRAPHS": [True, False],
     "SPLIT_TARGET": [0, 128, 256, 512],
     "SPLIT_MIN": [2, 4, 8],
@@ -85,6 +87,14 @@ MAX_SPLIT = 64  # programs per matrix at most
 USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), replay it after
 GRAPH_MAX_BYTES = 2 << 30  # no graph when the input + H + scratch exceed this
 GRAPH_CACHE = 4  # graphs kept (least recently used dropped first)
+USE_TF32X3 = False  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISION); off:
+# three float32 cuBLAS bmm (SIMT). Unmeasured on a GPU so far: the CPU interpreter computes
+# tl.dot in full float32 whatever the precision, so it cannot show tf32x3's rounding.
+DOT_PRECISION = "tf32x3"  # plain "tf32" fails the float32 gates; "ieee" is SIMT float32
+DOT_BM = 64  # rows of C per update tile
+DOT_BN = 64  # columns of C per tile (both kernels)
+DOT_BK = 32  # rows of C per step of W = V^T C
+FORCE_TRITON_UPDATE = False  # tests: the Triton update on the CPU too (in "ieee")
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -301,6 +311,68 @@ def _panel_split(
     tl.store(sout + NBP, arow, mask=(cols < kb) & (jn < kb))
 
 
+@triton.jit
+def _wy_w(
+    H, V, T, W, n, m, kb, k, nc, v_bs,
+    NBP: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    """W = T^T (V^T C) for BN trailing columns of one matrix (grid (batch, column tiles)):
+    C = H[k:, k+kb:], V (m x kb, row-major, V_BS per matrix), T (kb x kb); W is kb x nc."""
+    mat = tl.program_id(0).to(tl.int64)
+    cc = tl.program_id(1) * BN + tl.arange(0, BN)
+    ci = tl.arange(0, NBP)
+    rk = tl.arange(0, BK)
+    cp = H + mat * n * n + k * n + k + kb
+    vp = V + mat * v_bs
+    acc = tl.zeros([NBP, BN], tl.float32)
+    for r0 in range(0, m, BK):
+        r = r0 + rk
+        vt = tl.load(
+            vp + r[None, :] * kb + ci[:, None],
+            mask=(ci[:, None] < kb) & (r[None, :] < m),
+            other=0.0,
+        )
+        c = tl.load(
+            cp + r[:, None] * n + cc[None, :], mask=(r[:, None] < m) & (cc[None, :] < nc), other=0.0
+        )
+        acc = tl.dot(vt, c, acc, input_precision=PREC)
+    tp = T + mat * (kb * kb)
+    ok = (ci[:, None] < kb) & (ci[None, :] < kb)
+    tt = tl.load(tp + ci[None, :] * kb + ci[:, None], mask=ok, other=0.0)  # tt[a, b] = T[b, a]
+    w = tl.dot(tt, acc, input_precision=PREC)
+    wp = W + mat * (kb * nc)
+    tl.store(wp + ci[:, None] * nc + cc[None, :], w, mask=(ci[:, None] < kb) & (cc[None, :] < nc))
+
+
+@triton.jit
+def _wy_update(
+    H, V, W, n, m, kb, k, nc, v_bs,
+    NBP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    """C -= V W on a BM x BN tile of one matrix's trailing columns (grid (batch, tiles))."""
+    mat = tl.program_id(0).to(tl.int64)
+    tile = tl.program_id(1)
+    ntn = tl.cdiv(nc, BN)
+    r = (tile // ntn) * BM + tl.arange(0, BM)
+    cc = (tile % ntn) * BN + tl.arange(0, BN)
+    ci = tl.arange(0, NBP)
+    v = tl.load(
+        V + mat * v_bs + r[:, None] * kb + ci[None, :],
+        mask=(r[:, None] < m) & (ci[None, :] < kb),
+        other=0.0,
+    )
+    w = tl.load(
+        W + mat * (kb * nc) + ci[:, None] * nc + cc[None, :],
+        mask=(ci[:, None] < kb) & (cc[None, :] < nc),
+        other=0.0,
+    )
+    upd = tl.dot(v, w, input_precision=PREC)
+    cptr = H + mat * n * n + k * n + k + kb + r[:, None] * n + cc[None, :]
+    msk = (r[:, None] < m) & (cc[None, :] < nc)
+    c = tl.load(cptr, mask=msk, other=0.0)
+    tl.store(cptr, c - upd, mask=msk)
+
+
 def _warps(elems: int, per_thread: int) -> int:
     w = triton.next_power_of_2(max(1, elems // (32 * per_thread)))
     return max(1, min(MAX_WARPS, w))
@@ -374,8 +446,32 @@ def _apply_panel(h, v, t, k, kb):
     vv = v[:, : m * kb].view(batch, m, kb)
     tt = t[:, : kb * kb].view(batch, kb, kb)
     c = h[:, k:, k + kb :]
+    if USE_TF32X3 and h.is_cuda or FORCE_TRITON_UPDATE:
+        _apply_panel_triton(h, v, t, k, kb)
+        return
     w = torch.bmm(tt.mT, torch.bmm(vv.mT, c))
     c.baddbmm_(vv, w, alpha=-1.0)
+
+
+def _apply_panel_triton(h, v, t, k, kb):
+    """The same update as two Triton kernels on tensor cores (tl.dot, input_precision
+    DOT_PRECISION: "tf32x3" splits each float32 operand into a TF32 high and low part and sums
+    three TF32 products, ~float32 accuracy): W = T^T (V^T C), then C -= V W."""
+    batch, n, _ = h.shape
+    m, nc = n - k, n - k - kb
+    nbp = max(16, triton.next_power_of_2(kb))
+    w = torch.empty(batch * kb * nc, dtype=h.dtype, device=h.device)
+    prec = DOT_PRECISION if h.is_cuda else "ieee"
+    bn = DOT_BN
+    _wy_w[(batch, triton.cdiv(nc, bn))](
+        h, v, t, w, n, m, kb, k, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BN=bn, PREC=prec,
+        num_warps=4,
+    )  # fmt: skip
+    tiles = triton.cdiv(m, DOT_BM) * triton.cdiv(nc, bn)
+    _wy_update[(batch, tiles)](
+        h, v, w, n, m, kb, k, nc, v.shape[1], NBP=nbp, BM=DOT_BM, BN=bn, PREC=prec,
+        num_warps=4,
+    )  # fmt: skip
 
 
 @triton.jit
