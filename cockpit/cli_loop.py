@@ -63,6 +63,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         model=getattr(args, "model", None),
         plateau_window=args.plateau,
         seed=args.seed,
+        ab_confirm=getattr(args, "ab", "auto"),
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
 
@@ -541,6 +542,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="evaluations without improvement before escalating",
         )
         s.add_argument("--seed", type=int, default=0)
+        s.add_argument(
+            "--ab",
+            choices=["auto", "on", "off"],
+            default="auto",
+            help="confirm improvements by interleaved A/B timing in one process "
+            "(auto: on a GPU, off on the CPU)",
+        )
         _sessions_arg(s)
 
     s = sub.add_parser("run", help="start the optimization loop on a task")

@@ -27,7 +27,13 @@ def source_hash(source: str) -> str:
         toks = []
         try:
             for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-                if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                if tok.type not in (
+                    tokenize.COMMENT,
+                    tokenize.NL,
+                    tokenize.NEWLINE,
+                    tokenize.INDENT,
+                    tokenize.DEDENT,
+                ):
                     toks.append(tok.string)
         except (tokenize.TokenError, IndentationError, SyntaxError):
             toks = source.split()
@@ -57,20 +63,57 @@ def _log_score_var(result: dict[str, Any]) -> float:
     return var
 
 
-def significantly_better(new: dict[str, Any], incumbent: dict[str, Any] | None, min_gain: float = MIN_GAIN) -> Verdict:
+def significantly_better(
+    new: dict[str, Any],
+    incumbent: dict[str, Any] | None,
+    min_gain: float = MIN_GAIN,
+    ab: dict[str, Any] | None = None,
+) -> Verdict:
     """The protocol's rule: at least `min_gain` faster *and* a 95% interval on the ratio that
-    excludes no change. Only passing candidates can win; the first passing one always does."""
+    excludes no change. Only passing candidates can win; the first passing one always does.
+
+    With `ab` (an interleaved A/B comparison of the two in one process, `judge.compare`) the
+    ratio and interval come from it: that is the protocol's measurement. Without it (CPU runs,
+    or a comparison that failed) they come from the two results' per-shape SEMs, which cannot
+    see a whole process running slow."""
     if new.get("status") != "ok" or not new.get("score_us"):
         return Verdict(False, 0.0, 0.0, 0.0, "not a passing candidate")
     if not incumbent or incumbent.get("status") != "ok" or not incumbent.get("score_us"):
         return Verdict(True, math.inf, math.inf, math.inf, "first passing candidate")
+    if ab and ab.get("ok") and ab.get("ratio"):
+        ratio, lo, hi = float(ab["ratio"]), float(ab["ci_low"]), float(ab["ci_high"])
+        if ratio < 1 + min_gain:
+            return Verdict(
+                False,
+                ratio,
+                lo,
+                hi,
+                f"A/B {(ratio - 1) * 100:+.1f}% is under the {min_gain * 100:.0f}% bar",
+            )
+        if lo <= 1.0:
+            return Verdict(
+                False,
+                ratio,
+                lo,
+                hi,
+                f"A/B {(ratio - 1) * 100:+.1f}% but the interval includes no change",
+            )
+        return Verdict(True, ratio, lo, hi, f"A/B {(ratio - 1) * 100:+.1f}% faster")
     ratio = incumbent["score_us"] / new["score_us"]
     sd = math.sqrt(_log_score_var(new) + _log_score_var(incumbent))
     lo, hi = ratio * math.exp(-1.96 * sd), ratio * math.exp(1.96 * sd)
     if ratio < 1 + min_gain:
-        return Verdict(False, ratio, lo, hi, f"{(ratio - 1) * 100:+.1f}% is under the {min_gain * 100:.0f}% bar")
+        return Verdict(
+            False,
+            ratio,
+            lo,
+            hi,
+            f"{(ratio - 1) * 100:+.1f}% is under the {min_gain * 100:.0f}% bar",
+        )
     if lo <= 1.0:
-        return Verdict(False, ratio, lo, hi, f"{(ratio - 1) * 100:+.1f}% but the interval includes no change")
+        return Verdict(
+            False, ratio, lo, hi, f"{(ratio - 1) * 100:+.1f}% but the interval includes no change"
+        )
     return Verdict(True, ratio, lo, hi, f"{(ratio - 1) * 100:+.1f}% faster")
 
 
@@ -78,7 +121,9 @@ def plateaued(evaluations_since_best: int, window: int) -> bool:
     return evaluations_since_best >= window
 
 
-def next_family(current: str, families: list[str], in_beam: dict[str, int], quota: int, tried: set[str]) -> str | None:
+def next_family(
+    current: str, families: list[str], in_beam: dict[str, int], quota: int, tried: set[str]
+) -> str | None:
     """A stalled branch moves to a family it has not tried, least represented in the beam first,
     never over its quota; None when nothing is left (the branch is then retired)."""
     options = [f for f in families if f != current and f not in tried and in_beam.get(f, 0) < quota]

@@ -19,7 +19,14 @@ class EngineConfig:
     family_quota: int = 2  # at most this many live branches per algorithm family
     seed: int = 0
     outage_cooldown_s: float = 300.0  # a branch paused by a provider outage retries after this
+    # confirm "better" by interleaved A/B timing against the incumbent in one process:
+    # auto = on a GPU (where processes differ by up to 37%), off on the CPU (CI time)
+    ab_confirm: str = "auto"  # auto | on | off
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ab_enabled(self) -> bool:
+        return self.ab_confirm == "on" or (self.ab_confirm == "auto" and self.device != "cpu")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

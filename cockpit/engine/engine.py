@@ -940,8 +940,22 @@ class Engine:
                 branch=b.id,
                 candidate=r.cid,
             )
+            incumbent = None
+            if self.cfg.ab_enabled and b.best_id and (b.best_result or {}).get("score_us"):
+                src = self._source_of(b.best_id)
+                if src is not None:
+                    incumbent = {
+                        "id": b.best_id,
+                        "source": src,
+                        "score_us": b.best_result["score_us"],
+                    }
             fut = self.pool.submit(
-                slot, str(self.task_root), f"{r.cid}.py", r.proposal.source, self.cfg.mode
+                slot,
+                str(self.task_root),
+                f"{r.cid}.py",
+                r.proposal.source,
+                self.cfg.mode,
+                incumbent,
             )
             self.inflight[fut] = (r.cid, b.id, r.proposal, r.parent_id or "", r.group)
 
@@ -971,7 +985,7 @@ class Engine:
             ok = [m for m in decide if m[2].get("status") == "ok" and m[2].get("score_us")]
             decide = sorted(decide, key=lambda m: m[0])
             pick = min(ok, key=lambda m: (m[2]["score_us"], m[0])) if ok else decide[-1]
-            verdict = significantly_better(pick[2], b.best_result)
+            verdict = significantly_better(pick[2], b.best_result, ab=pick[2].get("ab"))
             winner = pick if verdict.better else None
         counted = result.get("status") != "duplicate"
         with self._tx():

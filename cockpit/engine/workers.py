@@ -29,13 +29,38 @@ def _init_worker(visible: str | None, engine_pid: int | None = None) -> None:
         os._exit(1)
 
 
-def _evaluate(task_root: str, name: str, source: str, device: str, mode: str) -> dict[str, Any]:
-    from cockpit.harness.judge import Options, evaluate
+def _evaluate(
+    task_root: str,
+    name: str,
+    source: str,
+    device: str,
+    mode: str,
+    incumbent: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Judge one candidate. With `incumbent` ({"source", "score_us"}) and a passing candidate
+    whose own score is not worse, also time both interleaved in one process (`judge.compare`)
+    and attach that as `ab`: the engine decides "better" on it, because two evaluations in two
+    processes differed by up to 37% on an H200 (BENCHMARKS.md, repeatability)."""
+    from cockpit.harness.judge import Options, compare, evaluate
     from cockpit.harness.task import load_task
 
     task = load_task(task_root)
-    result = evaluate(task, name, Options(device=device, mode=mode), source=source)
-    return result.to_dict()
+    result = evaluate(task, name, Options(device=device, mode=mode), source=source).to_dict()
+    score = result.get("score_us")
+    if (
+        incumbent
+        and result.get("status") == "ok"
+        and score
+        and incumbent.get("score_us")
+        and score <= incumbent["score_us"]
+    ):
+        try:
+            ab = compare(task, source, incumbent["source"], Options(device=device, mode=mode))
+        except Exception as exc:  # noqa: BLE001 - a failed comparison falls back to the scores
+            ab = {"ok": False, "kind": "crash", "message": f"{type(exc).__name__}: {exc}"}
+        ab["incumbent"] = incumbent.get("id")
+        result["ab"] = ab
+    return result
 
 
 def gpu_count() -> int:
@@ -61,13 +86,19 @@ class WorkerPool:
         self.device = device
         ctx = mp.get_context("spawn")
         if device == "cpu":
-            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
-                                              initargs=(None, os.getpid()))]
+            self.slots = [
+                ProcessPoolExecutor(
+                    1, mp_context=ctx, initializer=_init_worker, initargs=(None, os.getpid())
+                )
+            ]
         else:
             n = max(gpu_count(), 1)
-            self.slots = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker,
-                                              initargs=(str(i), os.getpid()))
-                          for i in range(n)]
+            self.slots = [
+                ProcessPoolExecutor(
+                    1, mp_context=ctx, initializer=_init_worker, initargs=(str(i), os.getpid())
+                )
+                for i in range(n)
+            ]
         self.busy: dict[int, Future] = {}
 
     @property
@@ -80,9 +111,17 @@ class WorkerPool:
                 return i
         return None
 
-    def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
+    def submit(
+        self,
+        slot: int,
+        task_root: str,
+        name: str,
+        source: str,
+        mode: str,
+        incumbent: dict[str, Any] | None = None,
+    ) -> Future:
         device = "cpu" if self.device == "cpu" else "cuda"
-        fut = self.slots[slot].submit(_evaluate, task_root, name, source, device, mode)
+        fut = self.slots[slot].submit(_evaluate, task_root, name, source, device, mode, incumbent)
         self.busy[slot] = fut
         return fut
 
