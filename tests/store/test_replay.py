@@ -118,3 +118,25 @@ def test_replayed_state_reads_like_the_record(record: SessionRecord) -> None:
     assert state.branches() == record.branches()
     assert state.candidates("b1") == record.candidates("b1")
     assert state.meta() == record.meta()
+
+
+def test_stepping_forward_reads_like_the_live_tables_at_every_event(record: SessionRecord) -> None:
+    """The replay keeps its candidate list between steps and re-reads only the candidates the new
+    events name; stepping one event at a time, in uneven strides and after a step back must give
+    exactly what a full read gives."""
+    snapshots = {}
+    original_append = record.append
+
+    def append_and_snapshot(*args, **kw):
+        event_id = original_append(*args, **kw)
+        snapshots[event_id] = record.candidates()
+        return event_id
+
+    record.append = append_and_snapshot
+    populate(record)
+    ids = sorted(snapshots)
+    reader = ReplayReader(record, checkpoint_every=5)
+    for event_id in ids:  # one event at a time
+        assert reader.state_at(event_id).candidates() == snapshots[event_id], event_id
+    for event_id in [ids[3], ids[len(ids) // 2], ids[4], ids[-1], ids[1], ids[-2]]:
+        assert reader.state_at(event_id).candidates() == snapshots[event_id], event_id
