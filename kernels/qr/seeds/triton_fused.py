@@ -526,7 +526,9 @@ def _fused(src, h, tau, k, m):
     _qr_fused[grid](src, h, tau, batch, n, k, m, MPP=mpp, BLOCK=block, num_warps=warps)
 
 
-def _factor(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(H, tau); inplace (a contiguous float32 A, the graph's static input): the blocked path
+    factors A itself (H is A), saving a copy of the batch."""
     a = A.to(torch.float32).contiguous()
     batch, n, _ = a.shape
     tau = torch.empty(batch, n, dtype=a.dtype, device=a.device)
@@ -536,7 +538,7 @@ def _factor(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = torch.empty_like(a)
         _fused(a, h, tau, 0, n)
         return h, tau
-    h = a.clone() if a is A else a
+    h = a.clone() if a is A and not inplace else a
     nb = max(1, min(NB, n))
     v = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
     t = torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device)
@@ -561,7 +563,7 @@ _GRAPHS: OrderedDict = OrderedDict()  # (shape, device) -> (graph, static input,
 
 
 def _graph_bytes(batch: int, n: int) -> int:
-    """Memory a graph keeps: static input, H, tau, V and the trailing-update scratch."""
+    """Memory a graph keeps (bounded): static input (= H), H, tau, V and update scratch."""
     nb = max(1, min(NB, n))
     return 4 * batch * n * (2 * n + 2 * nb + 1)
 
@@ -573,7 +575,7 @@ def _capture(static: torch.Tensor):
     with torch.cuda.device(static.device):  # the capture stream is made on this device
         capture = torch.cuda.graph(graph, capture_error_mode="thread_local")
         with capture:
-            out = _factor(static)
+            out = _factor(static, inplace=True)
     return graph, out
 
 

@@ -478,8 +478,9 @@ def _apply_panel_triton(h, v, t, k, kb):
     )  # fmt: skip
 
 
-def _factor(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    h = A.to(torch.float32, copy=True).contiguous()
+def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(H, tau); inplace (a contiguous float32 A, the graph's static input): H is A itself."""
+    h = A if inplace else A.to(torch.float32, copy=True).contiguous()
     batch, n, _ = h.shape
     tau = torch.empty(batch, n, dtype=h.dtype, device=h.device)
     if batch == 0 or n == 0:
@@ -504,7 +505,7 @@ _GRAPHS: OrderedDict = OrderedDict()  # (shape, device) -> (graph, static input,
 
 
 def _graph_bytes(batch: int, n: int) -> int:
-    """Memory a graph keeps: static input, H, tau, V and the trailing-update scratch."""
+    """Memory a graph keeps (bounded): static input (= H), H, tau, V and update scratch."""
     nb = max(1, min(NB, n))
     return 4 * batch * n * (2 * n + 2 * nb + 1)
 
@@ -516,7 +517,7 @@ def _capture(static: torch.Tensor):
     with torch.cuda.device(static.device):  # the capture stream is made on this device
         capture = torch.cuda.graph(graph, capture_error_mode="thread_local")
         with capture:
-            out = _factor(static)
+            out = _factor(static, inplace=True)
     return graph, out
 
 
