@@ -955,7 +955,7 @@ class Engine:
                 f"{r.cid}.py",
                 r.proposal.source,
                 self.cfg.mode,
-                incumbent,
+                **({"incumbent": incumbent} if incumbent else {}),  # in-process test pools lack it
             )
             self.inflight[fut] = (r.cid, b.id, r.proposal, r.parent_id or "", r.group)
 
