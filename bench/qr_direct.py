@@ -2,6 +2,8 @@
 
     python bench/qr_direct.py --out $OUT                       # every seed, the 12 benchmark specs
     python bench/qr_direct.py --seeds triton_fused --set hidden --out $OUT
+    python bench/qr_direct.py --seeds triton_panel_wy triton_panel_wy:USE_GRAPHS=1 \
+        triton_panel_wy:USE_TF32X3=1,USE_GRAPHS=1 --out $OUT      # A/B of module constants
 
 Each (seed, spec): one call checked matrix by matrix with the task's own float64 check, then
 CUDA-event timing of calls on two alternating input sets (median). A seed whose call takes longer
@@ -65,7 +67,12 @@ def time_calls(fn, inputs: list, reps: int, budget_s: float) -> list[float]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--seeds", nargs="*", help="seed stems (default: every seed of the task)")
+    p.add_argument(
+        "--seeds",
+        nargs="*",
+        help="seed stems, each optionally STEM:KEY=VALUE,... to override module constants "
+        "(default: every seed of the task)",
+    )
     p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--budget-s", type=float, default=4.0, help="timing budget per (seed, spec)")
@@ -80,16 +87,26 @@ def main() -> None:
     ref = load_module(task.reference_path)
     specs = [s for s in task.shape_set(args.device, args.set) if s.timed]
     seeds = sorted(task.seeds_dir.glob("*.py"))
-    if args.seeds:
-        seeds = [task.seeds_dir / f"{s}.py" for s in args.seeds]
     fns = {} if args.no_geqrf else {"geqrf": lambda a: torch.geqrf(a)}
-    for path in seeds:
-        if path.stem == "torch_geqrf":
+    for spec_name in args.seeds or [p.stem for p in seeds]:
+        stem, _, overrides = spec_name.partition(":")
+        if stem == "torch_geqrf":
             continue
         try:
-            fns[path.stem] = load_module(path).kernel
+            mod = load_module(task.seeds_dir / f"{stem}.py")
+            for item in filter(None, overrides.split(",")):
+                key, _, value = item.partition("=")
+                if not hasattr(mod, key):
+                    raise AttributeError(f"{stem} has no module constant {key!r}")
+                old = getattr(mod, key)
+                setattr(
+                    mod,
+                    key,
+                    type(old)(int(value)) if isinstance(old, bool | int) else type(old)(value),
+                )
+            fns[spec_name] = mod.kernel
         except Exception as exc:  # a broken seed is a row, not the end of the run
-            print(f"{path.stem}: cannot load: {type(exc).__name__}: {exc}", flush=True)
+            print(f"{spec_name}: cannot load: {type(exc).__name__}: {exc}", flush=True)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {
