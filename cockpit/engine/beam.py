@@ -82,39 +82,20 @@ def significantly_better(
         return Verdict(True, math.inf, math.inf, math.inf, "first passing candidate")
     if ab and ab.get("ok") and ab.get("ratio"):
         ratio, lo, hi = float(ab["ratio"]), float(ab["ci_low"]), float(ab["ci_high"])
-        if ratio < 1 + min_gain:
-            return Verdict(
-                False,
-                ratio,
-                lo,
-                hi,
-                f"A/B {(ratio - 1) * 100:+.1f}% is under the {min_gain * 100:.0f}% bar",
-            )
-        if lo <= 1.0:
-            return Verdict(
-                False,
-                ratio,
-                lo,
-                hi,
-                f"A/B {(ratio - 1) * 100:+.1f}% but the interval includes no change",
-            )
-        return Verdict(True, ratio, lo, hi, f"A/B {(ratio - 1) * 100:+.1f}% faster")
+        return _decide(ratio, lo, hi, min_gain, "A/B ")
     ratio = incumbent["score_us"] / new["score_us"]
     sd = math.sqrt(_log_score_var(new) + _log_score_var(incumbent))
-    lo, hi = ratio * math.exp(-1.96 * sd), ratio * math.exp(1.96 * sd)
+    return _decide(ratio, ratio * math.exp(-1.96 * sd), ratio * math.exp(1.96 * sd), min_gain, "")
+
+
+def _decide(ratio: float, lo: float, hi: float, min_gain: float, label: str) -> Verdict:
+    """The bar and the interval, whatever measured the ratio (label: "A/B " or "")."""
+    gain = f"{label}{(ratio - 1) * 100:+.1f}%"
     if ratio < 1 + min_gain:
-        return Verdict(
-            False,
-            ratio,
-            lo,
-            hi,
-            f"{(ratio - 1) * 100:+.1f}% is under the {min_gain * 100:.0f}% bar",
-        )
+        return Verdict(False, ratio, lo, hi, f"{gain} is under the {min_gain * 100:.0f}% bar")
     if lo <= 1.0:
-        return Verdict(
-            False, ratio, lo, hi, f"{(ratio - 1) * 100:+.1f}% but the interval includes no change"
-        )
-    return Verdict(True, ratio, lo, hi, f"{(ratio - 1) * 100:+.1f}% faster")
+        return Verdict(False, ratio, lo, hi, f"{gain} but the interval includes no change")
+    return Verdict(True, ratio, lo, hi, f"{gain} faster")
 
 
 def plateaued(evaluations_since_best: int, window: int) -> bool:

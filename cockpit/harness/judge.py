@@ -510,18 +510,23 @@ class _Evaluation:
                 return
         self._progress("timed", len(timed), len(timed))
 
-    def _time_shape(self, ref: Any, shape: Shape, sr: ShapeResult) -> None:
-        pol = self.policy
+    def _input_pool(self, ref: Any, shape: Shape) -> list[tuple[torch.Tensor, ...]]:
+        """2-8 input sets with fresh secret seeds (<= 1 GiB on a GPU, 64 MiB on the CPU); the
+        arena freshens each timed call from two of them."""
         first = tuple(
             ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
         )
         per_set = sum(t.numel() * t.element_size() for t in first)
         budget = (1 << 30) if self.device != "cpu" else (64 << 20)
         n_pool = max(2, min(8, budget // max(per_set, 1)))
-        pool = [first] + [
+        return [first] + [
             tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))
             for _ in range(n_pool - 1)
         ]
+
+    def _time_shape(self, ref: Any, shape: Shape, sr: ShapeResult) -> None:
+        pol = self.policy
+        pool = self._input_pool(ref, shape)
         rng = random.Random(secrets.randbits(62))
         check_first = sorted(
             rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples))
@@ -852,18 +857,10 @@ class _Comparison(_Evaluation):
         return {"kind": kind, "message": f"{who}: {getattr(r, 'message', 'did not load')}"}
 
     def _pool(self, ref: Any, shape: Shape) -> list[list[dict[str, Any]]]:
-        """Input sets for one shape, as `_time_shape` builds them (the arena freshens each call)."""
-        first = tuple(
-            ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
-        )
-        per_set = sum(t.numel() * t.element_size() for t in first)
-        budget = (1 << 30) if self.device != "cpu" else (64 << 20)
-        n_pool = max(2, min(8, budget // max(per_set, 1)))
-        pool = [first] + [
-            tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))
-            for _ in range(n_pool - 1)
+        """Input sets for one shape, as `_time_shape` builds them, packed for the arena."""
+        return [
+            [wire.pack(t, self.ex, "p") for t in entry] for entry in self._input_pool(ref, shape)
         ]
-        return [[wire.pack(t, self.ex, "p") for t in entry] for entry in pool]
 
 
 def _combine(shapes: list[dict[str, Any]], min_gain: float = 0.03) -> dict[str, Any]:
