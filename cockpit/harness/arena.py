@@ -72,6 +72,46 @@ def _trim_tb(exc: BaseException) -> str:
     return f"{msg} ({where})" if where else msg
 
 
+def _import_candidate(name: str, path: Path) -> tuple[Any, dict[str, Any] | None]:
+    """Import a candidate file as module `name`: (module, None), or (None, the verdict) when it
+    does not import or defines no callable `kernel`."""
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        return None, {"ok": False, "kind": "syntax", "message": f"{exc.msg} (line {exc.lineno})"}
+    except ModuleNotFoundError as exc:
+        return None, {
+            "ok": False,
+            "kind": "missing_import",
+            "message": f"no module named {exc.name!r}",
+        }
+    except ImportError as exc:
+        return None, {"ok": False, "kind": "import_error", "message": _trim_tb(exc)}
+    except (SystemExit, KeyboardInterrupt) as exc:
+        return None, {
+            "ok": False,
+            "kind": "integrity",
+            "message": f"the candidate tried to end the process at import ({type(exc).__name__})",
+        }
+    except BaseException as exc:  # noqa: BLE001 - any import failure is a verdict
+        kind, msg = _classify(exc)
+        return None, {
+            "ok": False,
+            "kind": "import_error" if kind == "exception" else kind,
+            "message": msg,
+        }
+    if not callable(getattr(module, "kernel", None)):
+        return None, {
+            "ok": False,
+            "kind": "no_kernel",
+            "message": "the file defines no callable `kernel`",
+        }
+    return module, None
+
+
 class Arena:
     def __init__(self, conn: Connection, cfg: dict[str, Any]) -> None:
         self.conn = conn
@@ -185,42 +225,10 @@ class Arena:
             self.snapshot.diff
         )  # bound now: patching Snapshot.diff later changes nothing here
         path = Path(self.cfg["candidate"])
-        try:
-            spec = importlib.util.spec_from_file_location("candidate", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["candidate"] = module
-            spec.loader.exec_module(module)
-        except SyntaxError as exc:
-            return {"ok": False, "kind": "syntax", "message": f"{exc.msg} (line {exc.lineno})"}
-        except ModuleNotFoundError as exc:
-            return {
-                "ok": False,
-                "kind": "missing_import",
-                "message": f"no module named {exc.name!r}",
-            }
-        except ImportError as exc:
-            return {"ok": False, "kind": "import_error", "message": _trim_tb(exc)}
-        except (SystemExit, KeyboardInterrupt) as exc:
-            return {
-                "ok": False,
-                "kind": "integrity",
-                "message": f"the candidate tried to end the process at import ({type(exc).__name__})",
-            }
-        except BaseException as exc:  # noqa: BLE001 - any import failure is a verdict
-            kind, msg = _classify(exc)
-            return {
-                "ok": False,
-                "kind": "import_error" if kind == "exception" else kind,
-                "message": msg,
-            }
-        kernel = getattr(module, "kernel", None)
-        if not callable(kernel):
-            return {
-                "ok": False,
-                "kind": "no_kernel",
-                "message": "the file defines no callable `kernel`",
-            }
-        self.module, self.kernel = module, kernel
+        module, failure = _import_candidate("candidate", path)
+        if failure:
+            return failure
+        self.module, self.kernel = module, module.kernel
         self.uses_compile = "torch.compile" in path.read_text(errors="replace")
         for name, obj in vars(module).items():
             if hasattr(obj, "fn") and type(obj).__name__ in (
@@ -597,23 +605,12 @@ class Arena:
         """Import a second candidate (the incumbent, B) beside the loaded one (A), for `compare`.
         Both have passed their own evaluations; this process only times them against each other."""
         # the judge's own file, never a name taken from a message
-        path = Path(self.cfg["workdir"]) / "candidate_b.py"
-        try:
-            spec = importlib.util.spec_from_file_location("candidate_b", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["candidate_b"] = module
-            spec.loader.exec_module(module)
-        except BaseException as exc:  # noqa: BLE001 - any import failure is a verdict
-            kind, message = _classify(exc)
-            return {
-                "ok": False,
-                "kind": "import_error" if kind == "exception" else kind,
-                "message": message,
-            }
-        kernel = getattr(module, "kernel", None)
-        if not callable(kernel):
-            return {"ok": False, "kind": "no_kernel", "message": "B defines no callable `kernel`"}
-        self.kernel_b = kernel
+        module, failure = _import_candidate(
+            "candidate_b", Path(self.cfg["workdir"]) / "candidate_b.py"
+        )
+        if failure:
+            return failure
+        self.kernel_b = module.kernel
         return {"ok": True, "integrity": self._diff()}
 
     def _timed_with(self, fn: Any, inp: list[torch.Tensor]) -> float:
