@@ -9,7 +9,6 @@ and the top kernels by total GPU time. Prints a table, writes qr_profile-SEED.js
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -22,16 +21,11 @@ from torch.profiler import ProfilerActivity, profile
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from qr_direct import load_module  # noqa: E402  (bench/ is the script's own folder)
+
 from cockpit.harness.task import load_task  # noqa: E402
 
 SPECS = [(20, 32), (40, 176), (40, 352), (640, 512), (60, 1024), (8, 2048), (2, 4096)]
-
-
-def load_module(path: Path):
-    spec = importlib.util.spec_from_file_location(f"seed_{path.stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main() -> None:
