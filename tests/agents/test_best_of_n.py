@@ -6,11 +6,10 @@ with a score per source, so which choice wins is known."""
 from __future__ import annotations
 
 import subprocess
-from concurrent.futures import Future
 
 from agents_helpers import reply_with
 from fake_provider import Reply
-from test_engine_loop import CHILDREN, TOYTASK, canned
+from test_engine_loop import CHILDREN, TOYTASK, CannedPool
 
 from cockpit.agents.llm import LLMProposer
 from cockpit.agents.profiles import parse_profile
@@ -25,26 +24,6 @@ MORE = [
 ]
 A, B, C = CHILDREN
 SCORES = {A: 80.0, B: 50.0, C: 90.0}  # the seed takes 100 us; B is the best choice
-
-
-class ScoredPool:
-    """The worker pool's interface; each source gets its canned score at once."""
-
-    def __init__(self, scores: dict[str, float]) -> None:
-        self.scores = scores
-        self.sources: list[str] = []
-
-    def free_slot(self) -> int:
-        return 0
-
-    def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
-        self.sources.append(source)
-        fut: Future = Future()
-        fut.set_result(canned(self.scores.get(source, 100.0)))
-        return fut
-
-    def shutdown(self) -> None:
-        pass
 
 
 def test_best_of_n_verifies_every_choice_and_keeps_the_best_as_the_head(
@@ -77,7 +56,7 @@ def test_best_of_n_verifies_every_choice_and_keeps_the_best_as_the_head(
             n=4,
         )
     )
-    pool = ScoredPool(SCORES)
+    pool = CannedPool(lambda source, _i: SCORES.get(source, 100.0))
     assert Engine(folder, cfg, LLMProposer(profile), pool=pool).run() == "done"
 
     assert pool.sources[1:4] == [A, B, C]  # every usable choice was verified and timed
