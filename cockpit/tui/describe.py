@@ -110,7 +110,12 @@ def describe(e: Event) -> tuple[str, str]:
     if k == ev.SESSION_CREATED:
         return f"session {p.get('name')} created ({p.get('task')} on {p.get('device')})", "info"
     if k == ev.BUDGET_CHANGED:
-        return f"budget {p.get('budget')} evaluations", "info"
+        text = f"budget {p.get('budget')} evaluations"
+        if "usd" in p or "tokens" in p:  # LLM caps (None: no cap)
+            usd, tokens = p.get("usd"), p.get("tokens")
+            text += f", LLM cap {'none' if usd is None else f'${usd:.2f}'}"
+            text += f" / {'none' if tokens is None else f'{tokens:,} tokens'}"
+        return text, "info"
     if k == ev.MODEL_CHANGED:
         return f"model {p.get('model')} for {b or 'all branches'}", "info"
     if k == ev.ERROR:

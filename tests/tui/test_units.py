@@ -127,3 +127,15 @@ def test_the_cockpit_imports_neither_engine_nor_agents_nor_litellm():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_describe_shows_llm_caps_of_a_budget_change():
+    def line(payload: dict) -> str:
+        return describe(Event(3, T0, ev.BUDGET_CHANGED, None, None, payload))[0]
+
+    assert line({"budget": 40, "previous": None}) == "budget 40 evaluations"
+    assert (
+        line({"budget": 40, "previous": 40, "usd": 5.0, "tokens": 200000})
+        == "budget 40 evaluations, LLM cap $5.00 / 200,000 tokens"
+    )
+    assert line({"budget": 40, "usd": None, "tokens": None}).endswith("LLM cap none / none")
