@@ -13,6 +13,7 @@ guard bands, mutation/aliasing/perturbation, dispatch recorder, integrity snapsh
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import random
@@ -22,7 +23,7 @@ import signal
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, 
 from cockpit.harness.result import Result, ShapeResult
 from cockpit.harness.static_scan import scan
 from cockpit.harness.task import Shape, Task
-from cockpit.harness.timing import PRESETS, Policy, summarize
+from cockpit.harness.timing import PRESETS, Policy, compare_interleaved, summarize
 from cockpit.harness.verify import expected_meta, load_reference, run_check
 from cockpit.harness.wire import WireError
 
@@ -153,21 +154,17 @@ class _Evaluation:
                 res.wall_s = time.monotonic() - t0
                 return res
         ref = load_reference(self.task)
-        workdir = Path(tempfile.mkdtemp(prefix="cockpit-eval-"))
-        self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
-        cache = scoring.data_dir() / "cache"
-        cache.mkdir(parents=True, exist_ok=True)
-        # run exactly the text that was scanned and hashed, never the file again (it may have changed)
-        (workdir / "candidate.py").write_text(self.source)
-        mem = self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
+        mem = self.mem
         try:
-            self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
-            self._load(workdir, cache, mem)
-            self._verify_all(ref)
-            if res.ok:
-                self._time_all(ref)
-            if res.ok and self.opts.profile:
-                self._profile(ref)
+            # run exactly the text that was scanned and hashed, never the file again (it may
+            # have changed)
+            with self._arena("cockpit-eval-", {"candidate.py": self.source}) as (workdir, cache):
+                self._load(workdir, cache, mem)
+                self._verify_all(ref)
+                if res.ok:
+                    self._time_all(ref)
+                if res.ok and self.opts.profile:
+                    self._profile(ref)
         except _Stop:
             pass
         except ArenaTimeout:
@@ -192,12 +189,6 @@ class _Evaluation:
                 f"a malformed tensor reference arrived on the result channel: {exc}",
                 stage=self.stage,
             )
-        finally:
-            if self.ch:
-                res.log_tail = self.ch.log_tail(800)
-                self.ch.close()
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(self.ex, ignore_errors=True)
         if res.ok:
             self._score()
         self.stage = "done"
@@ -205,6 +196,33 @@ class _Evaluation:
         res.wall_s = time.monotonic() - t0
         res.env = {"torch": torch.__version__, "machine": scoring.machine_key(self.device)}
         return res
+
+    @property
+    def mem(self) -> int:
+        """The candidate's memory limit: RLIMIT_AS on the CPU, polled RSS on a GPU."""
+        return self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
+
+    @contextlib.contextmanager
+    def _arena(self, prefix: str, files: dict[str, str]) -> Iterator[tuple[Path, Path]]:
+        """A work folder holding `files`, an exchange folder and the arena's channel (`self.ch`),
+        for the body of the `with`; afterwards the channel is closed (its log tail kept in the
+        result) and both folders are removed. Yields (workdir, cache)."""
+        workdir = Path(tempfile.mkdtemp(prefix=prefix))
+        self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
+        cache = scoring.data_dir() / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (workdir / name).write_text(text)
+        try:
+            mem = self.mem
+            self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
+            yield workdir, cache
+        finally:
+            if self.ch:
+                self.res.log_tail = self.ch.log_tail(800)
+                self.ch.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(self.ex, ignore_errors=True)
 
     def _died(self, exc: ArenaDied) -> None:
         rc, tail = exc.returncode, exc.log_tail
@@ -763,8 +781,6 @@ class _Comparison(_Evaluation):
         self.only = shapes
 
     def compare(self) -> dict[str, Any]:
-        from cockpit.harness.timing import compare_interleaved
-
         t0 = time.monotonic()
         self.deadline = t0 + self.limit
         if self.opts.static:
@@ -778,19 +794,26 @@ class _Comparison(_Evaluation):
                         "kind": findings[0].kind,
                         "message": f"{name}: {findings[0].message}",
                     }
-        ref = load_reference(self.task)
-        workdir = Path(tempfile.mkdtemp(prefix="cockpit-ab-"))
-        self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
-        cache = scoring.data_dir() / "cache"
-        cache.mkdir(parents=True, exist_ok=True)
-        (workdir / "candidate.py").write_text(self.source)
-        (workdir / "candidate_b.py").write_text(self.source_b)
-        mem = self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
-        out: dict[str, Any] = {"ok": True, "shapes": []}
         try:
-            self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
+            return self._compare_in(t0)
+        except (ArenaTimeout, ArenaOOM, ArenaDied, ProtocolViolation, WireError) as exc:
+            return {
+                "ok": False,
+                "kind": "crash"
+                if isinstance(exc, ArenaDied)
+                else "too_slow"
+                if isinstance(exc, ArenaTimeout)
+                else "integrity",
+                "message": f"{type(exc).__name__}: {exc}",
+            }
+
+    def _compare_in(self, t0: float) -> dict[str, Any]:
+        ref = load_reference(self.task)
+        out: dict[str, Any] = {"ok": True, "shapes": []}
+        files = {"candidate.py": self.source, "candidate_b.py": self.source_b}
+        with self._arena("cockpit-ab-", files) as (workdir, cache):
             try:
-                self._load(workdir, cache, mem)
+                self._load(workdir, cache, self.mem)
             except _Stop:
                 return {"ok": False, **self._first_reason("A")}
             loaded = self._request({"op": "load_b"})
@@ -832,21 +855,6 @@ class _Comparison(_Evaluation):
                         "stop": reply.get("stop", ""),
                     }
                 )
-        except (ArenaTimeout, ArenaOOM, ArenaDied, ProtocolViolation, WireError) as exc:
-            return {
-                "ok": False,
-                "kind": "crash"
-                if isinstance(exc, ArenaDied)
-                else "too_slow"
-                if isinstance(exc, ArenaTimeout)
-                else "integrity",
-                "message": f"{type(exc).__name__}: {exc}",
-            }
-        finally:
-            if self.ch:
-                self.ch.close()
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(self.ex, ignore_errors=True)
         out.update(_combine(out["shapes"]))
         out["wall_s"] = time.monotonic() - t0
         return out
