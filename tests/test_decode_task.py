@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
-import importlib.util
 import io
 import json
 import math
@@ -23,6 +22,7 @@ from types import ModuleType
 import pytest
 import torch
 from rich.console import Console
+from task_files import load_file
 
 from cockpit.harness import wire
 from cockpit.harness.judge import Options, evaluate
@@ -39,11 +39,7 @@ TINY = {"layers": 2, "dim": 32, "heads": 4, "kv_heads": 2, "ffn": 72, "vocab": 9
 
 
 def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"decode_task_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, f"decode_task_{path.stem}")
 
 
 EAGER = _load(TASK.seeds_dir / "eager.py")

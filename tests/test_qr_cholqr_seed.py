@@ -7,27 +7,18 @@ Cholesky fast path, Householder fallback) and one quick harness evaluation. CPU,
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
+from task_files import load_file
 
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "qr"
 SEED_PATH = TASK_DIR / "seeds" / "cholqr_reconstruct.py"
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ref = _load(TASK_DIR / "reference.py", "qr_cholqr_reference")
-seed = _load(SEED_PATH, "qr_cholqr_seed")
+ref = load_file(TASK_DIR / "reference.py", "qr_cholqr_reference")
+seed = load_file(SEED_PATH, "qr_cholqr_seed")
 FAMILIES = list(ref.FAMILIES)
 TRI, CHOL, HH = seed.ROUTE_TRIANGULAR, seed.ROUTE_CHOLESKY, seed.ROUTE_HOUSEHOLDER
 

@@ -6,7 +6,6 @@ packages. Everything runs on the CPU in a few seconds.
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from types import ModuleType
 
 import pytest
 import torch
+from task_files import load_file
 from torch.utils._python_dispatch import TorchDispatchMode
 
 TASK_DIR = Path(__file__).resolve().parents[1] / "kernels" / "qr"
@@ -22,11 +22,7 @@ OWN_SEEDS = ("householder_torch", "blocked_wy")  # everything but the geqrf base
 
 
 def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"qr_task_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, f"qr_task_{path.stem}")
 
 
 ref = _load(TASK_DIR / "reference.py")

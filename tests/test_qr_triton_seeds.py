@@ -9,13 +9,13 @@ is judged by the task's own checker, one matrix of every input family per batch.
 
 from __future__ import annotations
 
-import importlib.util
 from collections import OrderedDict
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
+from task_files import load_file
 
 from cockpit.harness.task import load_task
 
@@ -24,11 +24,7 @@ SEED_FILES = {"fused": "triton_fused.py", "panel_wy": "triton_panel_wy.py"}
 
 
 def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"qr_triton_test_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, f"qr_triton_test_{path.stem}")
 
 
 ref = _load(TASK_DIR / "reference.py")

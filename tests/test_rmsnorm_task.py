@@ -12,7 +12,6 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (conftest sets it too)
 
-import importlib.util  # noqa: E402
 import tomllib  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -20,6 +19,7 @@ from types import ModuleType  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from task_files import load_file
 
 from cockpit.harness.static_scan import scan  # noqa: E402
 from cockpit.harness.task import load_task  # noqa: E402
@@ -32,11 +32,7 @@ CPU_SHAPES = [s for name in ("public", "benchmark", "hidden") for s in TASK.shap
 
 
 def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"rmsnorm_task_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, f"rmsnorm_task_{path.stem}")
 
 
 SEEDS = {p.stem: _load(p) for p in TASK.seeds()}
