@@ -28,6 +28,8 @@ from cockpit.harness import baselines  # noqa: E402
 from cockpit.harness.judge import Options, evaluate  # noqa: E402
 from cockpit.harness.task import load_task  # noqa: E402
 
+from gpu_watch import GpuWatch  # noqa: E402
+
 ARGS: argparse.Namespace | None = None
 
 
@@ -63,6 +65,7 @@ def machine() -> dict:
 def summary(r) -> dict:
     d = r.to_dict()
     return {
+        "gpu": getattr(r, "_gpu", None),
         "status": d["status"],
         "reasons": [f"{x['kind']}: {x['message'][:300]}" for x in d["reasons"]],
         "geomean_us": d["geomean_us"],
@@ -126,6 +129,15 @@ def progress(stage: str, detail: str, done: int, total: int) -> None:
     log(f"  [{now - _T0[0]:7.1f}s] {stage:7s} {done}/{total} {detail}")
 
 
+def watched(*args, **kw):
+    """evaluate(...) with the GPU's clocks, power and neighbours sampled meanwhile."""
+    with GpuWatch() as w:
+        r = evaluate(*args, **kw)
+    r._gpu = w.stats()
+    log(f"  gpu during the evaluation: {w.line()}")
+    return r
+
+
 def opts(device: str, mode: str, **kw) -> Options:
     kw.setdefault("progress", progress)
     return Options(device=device, mode=mode, verify_untimed=not ARGS.skip_untimed, **kw)
@@ -136,7 +148,7 @@ def run_baselines(task, device: str, mode: str, variants: list[str], out: dict) 
         for v in variants:
             p = Path(tmp) / f"baseline_{v.replace('-', '_')}.py"
             p.write_text(baselines.baseline_source(task, v))
-            r = evaluate(task, p, opts(device, mode, profile=True), exempt=True)
+            r = watched(task, p, opts(device, mode, profile=True), exempt=True)
             s = summary(r)
             if r.ok:
                 d = r.to_dict()
@@ -169,7 +181,7 @@ def plan_seeds(
     for seed in task.seeds():
         if args.only and seed.stem not in args.only:
             continue
-        r = evaluate(task, seed, opts("cuda", mode))
+        r = watched(task, seed, opts("cuda", mode))
         res["seeds"][seed.stem] = summary(r)
         save()
         log(line(f"{task.name}/{seed.stem}", res["seeds"][seed.stem]))
@@ -191,8 +203,10 @@ def plan_repeat(args) -> dict:
     seed = task.seeds_dir / f"{args.seed}.py"
     runs = []
     for i in range(args.n):
-        r = evaluate(task, seed, opts("cuda", args.repeat_mode, profile=False))
+        r = watched(task, seed, opts("cuda", args.repeat_mode, profile=False))
         runs.append(summary(r))
+        SINK.setdefault("runs_so_far", []).append(runs[-1])
+        save()
         log(line(f"repeat {i}", runs[-1]))
     shapes = {}
     for run in runs:
@@ -228,7 +242,7 @@ def plan_exploits(args) -> dict:
     task = load_task("softmax")
     out = {"machine": machine()}
     for f in sorted((ROOT / "tests" / "gpu").glob("*.py")):
-        r = evaluate(task, f, Options(device="cuda", mode="quick", static=False, profile=False))
+        r = watched(task, f, Options(device="cuda", mode="quick", static=False, profile=False))
         out[f.stem] = summary(r)
         log(line(f"exploit {f.stem}", out[f.stem]))
     return out

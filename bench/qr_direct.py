@@ -117,6 +117,7 @@ def main() -> None:
         "rows": [],
     }
     slow: set[str] = set()
+    t_start = time.monotonic()
     print(f"{'spec':34s} {'seed':22s} {'check':>6s} {'median':>11s} {'vs geqrf':>9s}", flush=True)
     for spec in specs:
         params = dict(spec.params)
@@ -164,7 +165,7 @@ def main() -> None:
             print(
                 f"{label:34s} {name:22s} {row.get('check', '-'):>6s} "
                 f"{(f'{med / 1e3:9.3f}ms' if med else row.get('error', row.get('skipped', ''))[:40]):>11s} "
-                f"{row.get('speedup_vs_geqrf', 0):8.1f}x",
+                f"{row.get('speedup_vs_geqrf', 0):8.1f}x  [{time.monotonic() - t_start:6.1f}s]",
                 flush=True,
             )
             (out_dir / "qr_direct.json").write_text(json.dumps(doc, indent=1))

@@ -263,6 +263,10 @@ def test_graphs_are_off_on_the_cpu_and_capped_by_memory(seed, monkeypatch):
     a = ref.make_inputs({"batch": 2, "n": 6, "cond": 2, "family": "dense"}, 0, "cpu")[0]
     assert_passes(a, module.kernel(a), seed)
     assert not module._GRAPHS
-    assert module._graph_bytes(640, 512) <= module.GRAPH_MAX_BYTES  # the benchmark batches
+    # graphed: the launch-bound benchmark batches (few large matrices, many small ones)
     assert module._graph_bytes(2, 4096) <= module.GRAPH_MAX_BYTES
+    assert module._graph_bytes(60, 1024) <= module.GRAPH_MAX_BYTES
+    assert module._graph_bytes(40, 352) <= module.GRAPH_MAX_BYTES
+    if seed == "fused":  # measured: at 640 x 512 the graph's copies cost more than it saves
+        assert module._graph_bytes(640, 512) > module.GRAPH_MAX_BYTES
     assert module._graph_bytes(8200, 512) > module.GRAPH_MAX_BYTES  # > 2**31 elements

@@ -20,8 +20,9 @@ trailing square is at most FUSED_MAX_N wide it is finished by the fused kernel i
 
 Launches: 1 for n <= FUSED_MAX_N; otherwise 4 per panel + 1 for the tail square, plus the copy
 of A (n = 512, NB = 32, FUSED_MAX_N = 64: 14 panels, 57 launches).
-float32 throughout, no tensor-core TF32 (no tl.dot; torch matmuls follow the default flags, which
-keep TF32 off for float32), IEEE division and square root in the reflector (div_rn, sqrt_rn).
+float32 storage; on CUDA the trailing update runs on tensor cores in tf32x3 (three TF32 products
+per float32 product, ~float32 accuracy; plain TF32 would fail the float32 gates), elsewhere in
+float32; IEEE division and square root in the reflector (div_rn, sqrt_rn).
 
 Cost model: the fused kernel is latency-bound: n dependent steps of ~4 block reductions each
 (~BLOCK^2 / (32 * num_warps) elements per thread); one program per matrix from n = 9 on, so
@@ -84,13 +85,16 @@ SPLIT_TARGET = 256  # tall panels: split rows until batch * programs reaches thi
 SPLIT_MIN = 4  # ... if that gives at least this many programs per matrix
 SPLIT_MIN_ROWS = 64  # rows per program at least
 MAX_SPLIT = 64  # programs per matrix at most
-# Off until measured on a GPU (the tuner may switch it on; the harness judges it).
-USE_GRAPHS = False  # on CUDA: capture the factorization per (shape, device), replay it after
-GRAPH_MAX_BYTES = 2 << 30  # no graph when the input + H + scratch exceed this
+# Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
+# specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
+# launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
+USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), replay it after
+GRAPH_MAX_BYTES = 1 << 30  # no graph when the input + H + scratch exceed this (at 640 x 512,
+# 1.4 GB, the graph's extra copy in and out costs more than the 46 launches it saves)
 GRAPH_CACHE = 4  # graphs kept (least recently used dropped first)
-USE_TF32X3 = False  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISION); off:
-# three float32 cuBLAS bmm (SIMT). Unmeasured on a GPU so far: the CPU interpreter computes
-# tl.dot in full float32 whatever the precision, so it cannot show tf32x3's rounding.
+USE_TF32X3 = True  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISION); off:
+# three float32 cuBLAS bmm (SIMT). The CPU interpreter computes tl.dot in full float32
+# whatever the precision (it cannot show tf32x3's rounding): the GPU's check is the evidence.
 DOT_PRECISION = "tf32x3"  # plain "tf32" fails the float32 gates; "ieee" is SIMT float32
 DOT_BM = 64  # rows of C per update tile
 DOT_BN = 64  # columns of C per tile (both kernels)

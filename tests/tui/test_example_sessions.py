@@ -1,0 +1,31 @@
+"""The sessions shipped under sessions/examples/ replay in the real cockpit (Pilot), on a laptop
+without a GPU: the H200 QR session recorded on 2026-11-30 shows its beam and its best."""
+
+import shutil
+from pathlib import Path
+
+from tui_helpers import replay_app, settle
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "sessions" / "examples"
+SIZE = (160, 48)
+
+
+async def test_the_h200_qr_session_replays_to_its_recorded_best(tmp_path: Path):
+    # a copy: opening a database may write beside it (WAL), and the example must stay as shipped
+    folder = Path(shutil.copytree(EXAMPLES / "qr-h200-2026-11-30", tmp_path / "qr-h200"))
+    app = replay_app(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        player = app.source.player
+        await pilot.press("G")  # to the end of the record
+        await settle(pilot)
+        assert player.progress()[0] == player.progress()[1] > 0
+        model = app.screen.model
+        assert {b.id: b.family for b in model.branches} == {
+            "b1": "fused-small-n",
+            "b2": "triton-panel-wy",
+            "b3": "fused-small-n",
+        }
+        b1, b2 = model.branch("b1"), model.branch("b2")
+        assert b1.best_candidate == "c0002" and 2000 < b1.best_us < 2100  # 2.06 ms on the H200
+        assert b2.best_candidate == "c0001" and 3800 < b2.best_us < 3900
