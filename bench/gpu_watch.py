@@ -10,6 +10,7 @@ NVML only (nvidia-ml-py); without it, or without a GPU, stats() says why and not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import threading
@@ -74,10 +75,8 @@ class GpuWatch:
             ("reasons", lambda: n.nvmlDeviceGetCurrentClocksEventReasons(h)),
             ("procs", lambda: len(n.nvmlDeviceGetComputeRunningProcesses(h))),
         ):
-            try:
+            with contextlib.suppress(Exception):  # a counter missing on this driver: keep the rest
                 s[key] = fn()
-            except Exception:  # one counter missing on this driver: keep the others
-                pass
         return s
 
     def _run(self) -> None:

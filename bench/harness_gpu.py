@@ -24,11 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gpu_watch import GpuWatch  # noqa: E402
+
 from cockpit.harness import baselines  # noqa: E402
 from cockpit.harness.judge import Options, evaluate  # noqa: E402
 from cockpit.harness.task import load_task  # noqa: E402
-
-from gpu_watch import GpuWatch  # noqa: E402
 
 ARGS: argparse.Namespace | None = None
 
