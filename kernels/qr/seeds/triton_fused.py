@@ -133,11 +133,15 @@ def _panel_reg(
     hptr = (H + (mats * n * n + (k * n + k)))[:, None, None] + (r3 * n + c3)
     a = tl.load(hptr, mask=inb, other=0.0)
     tauv = tl.zeros([MPP, NBP], tl.float32)
+    rinvv = tl.zeros([MPP, 1, NBP], tl.float32)  # 1 / (alpha - beta) of each column
+    diagv = tl.zeros([MPP, 1, NBP], tl.float32)  # R's diagonal
     t = tl.zeros([MPP, NBP, NBP], tl.float32)  # T[i, c] at [:, i, c]
+    # Column j keeps its unscaled values (R above, alpha, x below) until the loop ends: later
+    # reflectors never touch it (w is zero up to column j), so v_c = x_c / (alpha_c - beta_c)
+    # and the diagonal are written in one pass at the end instead of one pass per column.
     for j in range(0, kb):
-        atj = c3 == j
         atr = r2 == j
-        colj = tl.reduce(tl.where(atj, a, 0.0), 2, _add)  # [MPP, MB]
+        colj = tl.reduce(tl.where(c3 == j, a, 0.0), 2, _add)  # [MPP, MB]
         alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
         x = tl.where(r2 > j, colj, 0.0)
         xx = tl.reduce(x * x, 1, _add)
@@ -147,19 +151,25 @@ def _panel_reg(
         denom = tl.where(refl, alpha - beta, 1.0)
         tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        v = tl.where(atr, 1.0, tl.div_rn(x, denom[:, None]))
-        # One reduction gives v^T P for the trailing columns (w) and V[:, :j]^T v (for T): v is
-        # zero above row j, and below row j > c column c of the block holds v_c itself.
+        # dlarfg scales x by the reciprocal (the reference routine does too): one division per column
+        rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
+        v = tl.where(atr, 1.0, x * rinv[:, None])
+        # One reduction gives v^T P for the trailing columns (w) and, scaled by 1 / (alpha_c -
+        # beta_c), V[:, :j]^T v (for T): v is zero above row j, and below row j > c column c
+        # holds x_c unscaled.
         wg = tl.reduce(a * v[:, :, None], 1, _add)  # [MPP, NBP]
         w = tl.where(c2 > j, wg, 0.0)
-        a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
-        newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
-        a = tl.where(atj, newcol[:, :, None], a)
-        tauv = tl.where(c2 == j, tau[:, None], tauv)
+        a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
+        atc = c2 == j
+        tauv = tl.where(atc, tau[:, None], tauv)
+        rinvv = tl.where(c3 == j, rinv[:, None, None], rinvv)
+        diagv = tl.where(c3 == j, diag[:, None, None], diagv)
         # dlarft: T[:j, j] = -tau T[:j, :j] (V[:, :j]^T v_j), T[j, j] = tau.
-        tg = tl.reduce(t * tl.where(c2 < j, wg, 0.0)[:, None, :], 2, _add)  # [MPP, NBP] T rows
-        tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(c2 == j, tau[:, None], 0.0))
-        t = tl.where(atj, tcol[:, :, None], t)
+        tg = tl.reduce(t * tl.where(c3 < j, wg[:, None, :] * rinvv, 0.0), 2, _add)  # T rows
+        tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(atc, tau[:, None], 0.0))
+        t = tl.where(c3 == j, tcol[:, :, None], t)
+    below = r3 > c3
+    a = tl.where(below, a * rinvv, tl.where(r3 == c3, diagv, a))
     tl.store(hptr, a, mask=inb)
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < kb))
     vptr = (V + mats * v_bs)[:, None, None] + (r3 * kb + c3)

@@ -1,0 +1,157 @@
+"""Compile one Triton kernel for a GPU that is not here and count what its machine code does.
+
+    python bench/sass_stats.py kernels/qr/seeds/triton_fused.py _panel_reg \\
+        --const MPP=1 MB=512 NBP=32 --div H V T TAU n k v_bs m --warps 16
+
+Compiles for sm_90 (H100/H200) on any machine (Triton ships ptxas; no GPU or driver needed),
+then prints registers, stack (spills), shared memory and, for every loop of the SASS (a backward
+branch), its instruction count, barriers, shuffles, shared and local memory operations and
+special-function (MUFU) instructions. Pointers are `*fp32` unless --sig says otherwise; other
+arguments are `i32`. --div marks arguments the launcher would specialize as divisible by 16
+(pointers from the caching allocator, sizes like n = 512): without it, Triton assumes nothing and
+picks another layout, so match the launch you care about.
+
+Why: the H200's register panel of the QR seeds turned out issue-bound (BENCHMARKS.md, session 3):
+its time followed the loop's instruction count (1.36x slower for 1.35x the instructions) and not
+its barrier count. This is the cheap proxy to iterate on without a GPU; a GPU run decides.
+Prints a table and, with --json, writes the numbers to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+COUNT = {
+    "instructions": None,
+    "BAR": "BAR.SYNC",
+    "SHFL": "SHFL",
+    "STS": "STS",
+    "LDS": "LDS",
+    "STL": "STL",
+    "LDL": "LDL",
+    "MUFU": "MUFU",
+    "LDG": "LDG",
+    "STG": "STG",
+}
+
+
+def _bin(name: str) -> str:
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
+
+
+def load_kernel(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"sass_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def _value(text: str):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(text, text)
+
+
+def compile_kernel(fn, consts: dict, div: set[str], sig: dict, warps: int, arch: int = 90):
+    signature = {}
+    for arg in fn.arg_names:
+        if arg in consts:
+            signature[arg] = "constexpr"
+        elif arg in sig:
+            signature[arg] = sig[arg]
+        elif arg[:1].isupper():
+            signature[arg] = "*fp32"
+        else:
+            signature[arg] = "i32"
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names) if a in div}
+    src = ASTSource(fn=fn, signature=signature, constexprs=dict(consts), attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": warps})
+
+
+def resources(cubin: bytes, tmp: Path) -> dict:
+    f = tmp / "k.cubin"
+    f.write_bytes(cubin)
+    out = subprocess.run(
+        [_bin("cuobjdump"), "-res-usage", str(f)], capture_output=True, text=True, check=True
+    ).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
+    res = dict(zip(("regs", "stack", "shared", "local"), map(int, m.groups()))) if m else {}
+    sass = subprocess.run(
+        [_bin("cuobjdump"), "-sass", str(f)], capture_output=True, text=True, check=True
+    ).stdout
+    return res, sass
+
+
+def loops(sass: str) -> list[dict]:
+    """One entry per backward branch: the instructions between its target and itself."""
+    instrs = []
+    for line in sass.splitlines():
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            instrs.append((int(m.group(1), 16), m.group(2)))
+    out = []
+    for addr, ins in instrs:
+        m = re.search(r"BRA (?:`\(.*?\) )?0x([0-9a-f]+)", ins)
+        if m and int(m.group(1), 16) < addr:
+            start = int(m.group(1), 16)
+            body = [i for a, i in instrs if start <= a <= addr]
+            row = {"start": hex(start), "end": hex(addr)}
+            for key, op in COUNT.items():
+                row[key] = len(body) if op is None else sum(op in i for i in body)
+            out.append(row)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("file", type=Path)
+    p.add_argument("kernel")
+    p.add_argument("--const", nargs="*", default=[], help="NAME=VALUE constexpr arguments")
+    p.add_argument("--div", nargs="*", default=[], help="arguments divisible by 16")
+    p.add_argument("--sig", nargs="*", default=[], help="NAME=TYPE, e.g. X=*bf16 n=i64")
+    p.add_argument("--warps", type=int, default=4)
+    p.add_argument("--arch", type=int, default=90)
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    consts = {k: _value(v) for k, v in (c.split("=", 1) for c in args.const)}
+    sig = dict(s.split("=", 1) for s in args.sig)
+    try:
+        fn = load_kernel(args.file, args.kernel)
+        k = compile_kernel(fn, consts, set(args.div), sig, args.warps, args.arch)
+    except Exception as exc:  # a compile error is the answer, in one line
+        why = " ".join(str(exc).split())
+        print(f"sass_stats: cannot compile {args.kernel}: {type(exc).__name__}: {why}"[:400])
+        sys.exit(1)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        res, sass = resources(k.asm["cubin"], Path(tmp))
+    found = loops(sass)
+    total = sum(1 for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", line))
+    print(
+        f"{args.kernel} sm_{args.arch} {args.warps} warps: regs {res.get('regs')}, stack "
+        f"{res.get('stack')} B, shared {k.metadata.shared} B, "
+        f"{total} instructions in all"
+    )
+    print("loop            " + " ".join(f"{c:>12s}" for c in COUNT))
+    for row in found:
+        print(f"{row['start']}-{row['end']:<8s} " + " ".join(f"{row[c]:12d}" for c in COUNT))
+    if args.json:
+        args.json.write_text(json.dumps({"resources": res, "loops": found}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The kernel-development tools under bench/ that run without a GPU: sass_stats (compile for
+sm_90 here and count the loop's machine code) and pick_variant (the fastest passing variant of a
+qr_direct run written into a copy of the seed)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LOOP_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_rows(X, n, steps, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    for i in range(0, steps):
+        x = x * 0.5 + tl.sum(x, 0) / BLOCK
+    tl.store(X + offs, x, mask=offs < n)
+'''
+
+
+def run_tool(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compile, not interpret
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+    )
+
+
+def test_sass_stats_counts_the_loop_of_a_kernel_compiled_for_sm90_without_a_gpu(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text(LOOP_KERNEL)
+    out = tmp_path / "stats.json"
+    r = run_tool(
+        "bench/sass_stats.py", str(src), "scale_rows", "--const", "BLOCK=1024",
+        "--div", "X", "--warps", "4", "--json", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "scale_rows sm_90 4 warps: regs" in r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["resources"]["regs"] > 0
+    (loop,) = doc["loops"]  # one runtime loop: the steps loop
+    # a cross-warp sum per step: shuffles inside warps, a barrier to combine the warps
+    assert loop["instructions"] > 10 and loop["SHFL"] > 0 and loop["BAR"] > 0
+    assert loop["STL"] == loop["LDL"] == 0  # no spills in so small a kernel
+
+
+def test_sass_stats_reports_a_kernel_that_does_not_compile_in_one_line(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text(LOOP_KERNEL)
+    r = run_tool("bench/sass_stats.py", str(src), "scale_rows", "--warps", "4")  # no BLOCK
+    assert r.returncode == 1
+    assert r.stdout.count("\n") == 1 and r.stdout.startswith("sass_stats: cannot compile")
+
+
+def _row(seed: str, label: str, us: float, check: str = "ok") -> dict:
+    return {"seed": seed, "label": label, "check": check, "median_us": us}
+
+
+def test_pick_variant_writes_the_fastest_passing_complete_variant(tmp_path):
+    rows = [
+        _row("geqrf", "a", 100.0),
+        _row("triton_fused", "a", 10.0),
+        _row("triton_fused", "b", 10.0),
+        _row("triton_fused:USE_GRAPHS=0,NB=16", "a", 5.0),
+        _row("triton_fused:USE_GRAPHS=0,NB=16", "b", 5.0),
+        _row("triton_fused:NB=64", "a", 1.0),  # fastest, but one spec failed its check
+        _row("triton_fused:NB=64", "b", 1.0, check="FAIL"),
+        _row("triton_fused:SPLIT_MIN=8", "a", 2.0),  # fastest passing, but ran one spec only
+        _row("triton_panel_wy", "a", 0.5),  # another seed
+    ]
+    doc = tmp_path / "qr_direct.json"
+    doc.write_text(json.dumps({"rows": rows}))
+    dest = tmp_path / "picked" / "triton_fused.py"
+    r = run_tool("bench/pick_variant.py", str(doc), "triton_fused", str(dest))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "* triton_fused:USE_GRAPHS=0,NB=16" in r.stdout
+    text = dest.read_text()
+    assert text.startswith((ROOT / "kernels/qr/seeds/triton_fused.py").read_text())
+    assert text.rstrip().endswith("USE_GRAPHS = False\nNB = 16")
