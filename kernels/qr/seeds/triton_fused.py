@@ -22,7 +22,16 @@ Launches: 1 for n <= FUSED_MAX_N; otherwise 4 per panel + 1 for the tail square,
 of A (n = 512, NB = 32, FUSED_MAX_N = 64: 14 panels, 57 launches).
 float32 storage; on CUDA the trailing update runs on tensor cores in tf32x3 (three TF32 products
 per float32 product, ~float32 accuracy; plain TF32 would fail the float32 gates), elsewhere in
-float32; IEEE division and square root in the reflector (div_rn, sqrt_rn).
+float32; IEEE division and square root in the reflector (div_rn, sqrt_rn), x scaled by the
+reciprocal of alpha - beta as the reference dlarfg does (no overflow: a reflector needs
+||x||^2 > 0, so alpha - beta >= 3.7e-23). Like the other seeds, no dnrm2-style scaling: a column
+whose entries are all below ~1e-19 underflows ||x||^2 to 0 and is left as it is.
+The register kernels are issue-bound on the H200 (BENCHMARKS.md, session 3: the panel's time
+followed its instruction count), so their column loops are written for few instructions per
+element: tau folded into v before the rank-1 update, and each column's v scaled and the
+diagonal written once after the loop (it is never touched again) instead of every step
+(`bench/sass_stats.py`, sm_90: the 512 x 32 panel loop 705 -> 494 instructions per column, the
+64-wide fused loop 382 -> 293). Unmeasured on a GPU; triton_panel_wy keeps the old loops.
 
 Cost model: the fused kernel is latency-bound: n dependent steps of ~4 block reductions each
 (~BLOCK^2 / (32 * num_warps) elements per thread); one program per matrix from n = 9 on, so
@@ -216,7 +225,8 @@ def _panel_stream(
         denom = tl.where(refl, alpha - beta, 1.0)
         tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        wg = arow + tl.div_rn(s, denom)
+        rinv = tl.div_rn(1.0, denom)  # x scaled by the reciprocal: one division per column
+        wg = arow + s * rinv
         w = tl.where(cols > j, wg, 0.0)
         tauv = tl.where(cols == j, tau, tauv)
         tg = tl.reduce(t * tl.where(cols < j, wg, 0.0)[None, :], 1, _add)
@@ -232,7 +242,7 @@ def _panel_stream(
             msk = (r2 < m) & colok
             a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
             colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
-            v = tl.where(r == j, 1.0, tl.where(r > j, tl.div_rn(colj, denom), 0.0))
+            v = tl.where(r == j, 1.0, tl.where(r > j, colj * rinv, 0.0))
             a = a - tau * (v[:, None] * w[None, :])
             newcol = tl.where(r > j, v, tl.where(r == j, diag, colj))
             a = tl.where(c2 == j, newcol[:, None], a)
@@ -290,7 +300,8 @@ def _panel_split(
     denom = tl.where(refl, alpha - beta, 1.0)
     tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
     diag = tl.where(refl, beta, alpha)
-    wg = arow + tl.div_rn(s, denom)
+    rinv = tl.div_rn(1.0, denom)  # x scaled by the reciprocal: one division per column
+    wg = arow + s * rinv
     w = tl.where(cols > j, wg, 0.0)
     # dlarft column j from the columns < j that earlier steps' program 0 wrote.
     tp = T + mat * (kb * kb)
@@ -311,7 +322,7 @@ def _panel_split(
         msk = (r2 < m) & colok
         a = tl.load(hp + r2 * n + c2, mask=msk, other=0.0)
         colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
-        v = tl.where(r == j, 1.0, tl.where(r > j, tl.div_rn(colj, denom), 0.0))
+        v = tl.where(r == j, 1.0, tl.where(r > j, colj * rinv, 0.0))
         a = a - tau * (v[:, None] * w[None, :])
         newcol = tl.where(r > j, v, tl.where(r == j, diag, colj))
         a = tl.where(c2 == j, newcol[:, None], a)
@@ -509,10 +520,13 @@ def _qr_fused(
     src = (A + (mats * n * n + (k * n + k)))[:, None, None] + off
     a = tl.load(src, mask=inb, other=0.0)
     tauv = tl.zeros([MPP, BLOCK], tl.float32)
+    rinvv = tl.zeros([MPP, 1, BLOCK], tl.float32)  # 1 / (alpha - beta) of each column
+    diagv = tl.zeros([MPP, 1, BLOCK], tl.float32)  # R's diagonal
+    # As in _panel_reg: column j keeps its unscaled values until the loop ends (later reflectors
+    # never touch it), then one pass scales every v and writes the diagonal.
     for j in range(0, m):
-        atj = c3 == j
         atr = r2 == j
-        colj = tl.reduce(tl.where(atj, a, 0.0), 2, _add)  # [MPP, BLOCK] over rows
+        colj = tl.reduce(tl.where(c3 == j, a, 0.0), 2, _add)  # [MPP, BLOCK] over rows
         alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
         x = tl.where(r2 > j, colj, 0.0)
         xx = tl.reduce(x * x, 1, _add)
@@ -522,12 +536,14 @@ def _qr_fused(
         denom = tl.where(refl, alpha - beta, 1.0)
         tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
         diag = tl.where(refl, beta, alpha)
-        v = tl.where(atr, 1.0, tl.div_rn(x, denom[:, None]))
+        rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
+        v = tl.where(atr, 1.0, x * rinv[:, None])
         w = tl.where(c2 > j, tl.reduce(a * v[:, :, None], 1, _add), 0.0)  # v^T A, trailing
-        a = a - tau[:, None, None] * (v[:, :, None] * w[:, None, :])
-        newcol = tl.where(r2 > j, v, tl.where(atr, diag[:, None], colj))
-        a = tl.where(atj, newcol[:, :, None], a)
+        a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
         tauv = tl.where(c2 == j, tau[:, None], tauv)
+        rinvv = tl.where(c3 == j, rinv[:, None, None], rinvv)
+        diagv = tl.where(c3 == j, diag[:, None, None], diagv)
+    a = tl.where(r3 > c3, a * rinvv, tl.where(r3 == c3, diagv, a))
     tl.store((H + (mats * n * n + (k * n + k)))[:, None, None] + off, a, mask=inb)
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < m))
 
