@@ -90,6 +90,13 @@ def summary(r) -> dict:
                 "sem_pct": (s.get("timing") or {}).get("sem_pct"),
                 "n": (s.get("timing") or {}).get("n"),
                 "graph_us": (s.get("timing") or {}).get("graph_median_us"),
+                # for the repeatability question: the host clock per call, the spread inside
+                # the process, and which stopping rule ended sampling
+                "host_us": (s.get("timing") or {}).get("host_median_us"),
+                "min_us": (s.get("timing") or {}).get("min_us"),
+                "p10_us": (s.get("timing") or {}).get("p10_us"),
+                "p90_us": (s.get("timing") or {}).get("p90_us"),
+                "stop": (s.get("timing") or {}).get("stop"),
                 "floor_us": s.get("floor_us"),
                 "roofline_pct": s.get("roofline_pct"),
                 "bound": s.get("bound"),
