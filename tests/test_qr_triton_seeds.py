@@ -51,6 +51,8 @@ PATHS = {
     "wy-split": ("panel_wy", SPLIT),
     "wy-triton-update": ("panel_wy", {"NB": 8, **DOT}),
     "fused-triton-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT}),
+    # the same update as one strip kernel per column strip (W stays in the program)
+    "fused-strip-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
 }
 SIZES = [1, 2, 3, 17, 33, 48, 70]

@@ -73,6 +73,7 @@ except ImportError:  # pragma: no cover - older or newer Triton
 FAMILY = "fused-small-n"
 TUNABLES = {
     "USE_TF32X3": [False, True],
+    "FUSE_UPDATE": [True, False],
     "DOT_BN": [32, 64, 128],
     "USE_GRAPHS": [True, False],
     "SPLIT_TARGET": [0, 128, 256, 512],
@@ -109,6 +110,10 @@ DOT_BM = 64  # rows of C per update tile
 DOT_BN = 64  # columns of C per tile (both kernels)
 DOT_BK = 32  # rows of C per step of W = V^T C
 FORCE_TRITON_UPDATE = False  # tests: the Triton update on the CPU too (in "ieee")
+FUSE_UPDATE = False  # Triton update as one strip kernel (C read twice, written once) where the
+# batch gives enough strips, else W = T^T V^T C and C -= V W as two kernels. Off until measured:
+# it saves a third of the traffic but runs 2 programs of 4 warps per SM (222 registers).
+FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -399,6 +404,62 @@ def _wy_update(
     tl.store(cptr, c - upd, mask=msk)
 
 
+@triton.jit
+def _wy_strip(
+    H, V, T, n, m, kb, k, nc, v_bs,
+    NBP: tl.constexpr, BK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    """C -= V (T^T (V^T C)) on a strip of BN trailing columns of one matrix (grid (batch,
+    strips)): the strip is read for W = T^T V^T C, then read again (mostly from L2, it was just
+    read) and written for C -= V W. Two passes over C from memory instead of the three of
+    _wy_w + _wy_update, one launch instead of two, and W never leaves the program."""
+    mat = tl.program_id(0).to(tl.int64)
+    cc = tl.program_id(1) * BN + tl.arange(0, BN)
+    ci = tl.arange(0, NBP)
+    cp = H + mat * n * n + k * n + k + kb
+    vp = V + mat * v_bs
+    cok = cc[None, :] < nc
+    acc = tl.zeros([NBP, BN], tl.float32)
+    rk = tl.arange(0, BK)
+    for r0 in range(0, m, BK):
+        r = r0 + rk
+        vt = tl.load(
+            vp + r[None, :] * kb + ci[:, None],
+            mask=(ci[:, None] < kb) & (r[None, :] < m),
+            other=0.0,
+        )
+        c = tl.load(cp + r[:, None] * n + cc[None, :], mask=(r[:, None] < m) & cok, other=0.0)
+        acc = tl.dot(vt, c, acc, input_precision=PREC)
+    ok = (ci[:, None] < kb) & (ci[None, :] < kb)
+    tt = tl.load(T + mat * (kb * kb) + ci[None, :] * kb + ci[:, None], mask=ok, other=0.0)
+    w = tl.dot(tt, acc, input_precision=PREC)  # [NBP, BN]
+    rm = tl.arange(0, BM)
+    for r0 in range(0, m, BM):
+        r = r0 + rm
+        vb = tl.load(
+            vp + r[:, None] * kb + ci[None, :],
+            mask=(r[:, None] < m) & (ci[None, :] < kb),
+            other=0.0,
+        )
+        upd = tl.dot(vb, w, input_precision=PREC)
+        cptr = cp + r[:, None] * n + cc[None, :]
+        msk = (r[:, None] < m) & cok
+        c = tl.load(cptr, mask=msk, other=0.0)
+        tl.store(cptr, c - upd, mask=msk)
+
+
+_SMS: dict = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device (1 elsewhere: the interpreter)."""
+    if device.type != "cuda":
+        return 1
+    if device not in _SMS:
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SMS[device]
+
+
 def _warps(elems: int, per_thread: int) -> int:
     w = triton.next_power_of_2(max(1, elems // (32 * per_thread)))
     return max(1, min(MAX_WARPS, w))
@@ -486,10 +547,17 @@ def _apply_panel_triton(h, v, t, k, kb):
     batch, n, _ = h.shape
     m, nc = n - k, n - k - kb
     nbp = max(16, triton.next_power_of_2(kb))
-    w = torch.empty(batch * kb * nc, dtype=h.dtype, device=h.device)
     prec = DOT_PRECISION if h.is_cuda else "ieee"
     bn = DOT_BN
-    _wy_w[(batch, triton.cdiv(nc, bn))](
+    strips = triton.cdiv(nc, bn)
+    if FUSE_UPDATE and batch * strips >= FUSE_MIN_PROGRAMS * _sm_count(h.device):
+        _wy_strip[(batch, strips)](
+            h, v, t, n, m, kb, k, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
+            PREC=prec, num_warps=4,
+        )  # fmt: skip
+        return
+    w = torch.empty(batch * kb * nc, dtype=h.dtype, device=h.device)
+    _wy_w[(batch, strips)](
         h, v, t, w, n, m, kb, k, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BN=bn, PREC=prec,
         num_warps=4,
     )  # fmt: skip
