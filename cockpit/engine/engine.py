@@ -450,6 +450,9 @@ class Engine:
                 {"reason": "the engine stopped during the call", "request": rid, "model": None},
                 branch=bid,
             )
+        for bid, items in self._queued_instructions().items():
+            if bid in self.branches:
+                self.branches[bid].queued = items
         for c in requeue:
             b = self.branches.get(c.branch or "")
             source = self._source_of(c.id)
@@ -465,6 +468,44 @@ class Engine:
                     c.parent,
                 )
             )
+
+    def _queued_instructions(self) -> dict[str, list[str]]:
+        """Each branch's `queue` instructions not yet used, replayed from the record: an acked
+        queue redirect adds one, a proposal request takes all the branch has, and a cancelled or
+        failed request gives them back (as `_cancel` and `_failed` do; requests left open by a
+        dead engine were cancelled just before this runs). A proposal that came back used them."""
+        cmds = {c.id: c for c in self.record.commands(state="acked")}
+        queued: dict[str, list[str]] = {}
+        carried: dict[int, tuple[str, list[str]]] = {}
+        kinds = [
+            events.COMMAND_ACKED,
+            events.PROPOSAL_REQUESTED,
+            events.PROPOSAL_CANCELLED,
+            events.CANDIDATE_PROPOSED,
+            events.PROPOSAL_FAILED,
+        ]
+        for e in self.record.events(kinds=kinds):
+            if e.kind == events.COMMAND_ACKED:
+                cmd = cmds.get(e.payload.get("command_id"))
+                if (
+                    cmd is not None
+                    and e.payload.get("ok")
+                    and cmd.kind == "redirect"
+                    and cmd.args.get("mode") == "queue"
+                    and cmd.args.get("branch")
+                ):
+                    queued.setdefault(cmd.args["branch"], []).append(
+                        cmd.args.get("instruction", "")
+                    )
+            elif e.kind == events.PROPOSAL_REQUESTED and e.branch:
+                carried[e.id] = (e.branch, queued.pop(e.branch, []))
+            elif e.kind in (events.PROPOSAL_CANCELLED, events.PROPOSAL_FAILED):
+                back = carried.pop(e.payload.get("request"), None)
+                if back and back[1]:
+                    queued[back[0]] = back[1] + queued.get(back[0], [])
+            else:  # candidate_proposed: the request used what it carried
+                carried.pop(e.payload.get("request"), None)
+        return {b: items for b, items in queued.items() if items}
 
     def _open_requests(self) -> list[tuple[int, str | None]]:
         """proposal_requested events without an outcome (the engine died during the call). A
@@ -835,6 +876,7 @@ class Engine:
             )
 
     def _failed(self, b: BranchState, job: Job, exc: ProposalError) -> None:
+        b.queued[:0] = job.queued  # nothing came of them: the next request carries them again
         self._emit(
             events.PROPOSAL_FAILED,
             {

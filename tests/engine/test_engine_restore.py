@@ -324,3 +324,106 @@ def test_the_duplicate_hash_is_computed_once_per_proposal(session, monkeypatch) 
     assert calls == seeds
     for e in proposed:
         assert e.payload["source_hash"] == real(e.payload["source"])
+
+
+class Scripted(Tuner):
+    """The tuner, except that a proposal for a branch in `hang` blocks until `release` is set
+    (an LLM call the engine dies in) and one for a branch in `fail` fails (an outage)."""
+
+    def __init__(self, hang: tuple[str, ...] = (), fail: tuple[str, ...] = ()) -> None:
+        import threading
+
+        self.hang, self.fail = hang, fail
+        self.release = threading.Event()
+        self.seen: list[tuple[str, list[str]]] = []
+
+    def propose(self, request):
+        from cockpit.agents.base import ProposalError
+
+        self.seen.append((request.branch, list(request.queued)))
+        if request.branch in self.fail:  # an outage: the engine pauses the branch
+            exc = ProposalError("provider down")
+            exc.pause = "branch"
+            raise exc
+        if request.branch in self.hang:
+            self.release.wait(30)
+        return super().propose(request)
+
+
+def started(folder: Path, proposer: Tuner) -> Engine:
+    with SessionRecord.open_readonly(folder) as rec:
+        cfg = EngineConfig.from_dict(rec.meta()["config"])
+    e = Engine(folder, cfg, proposer, pool=InstantPool())
+    e.start()
+    return e
+
+
+def queue(e: Engine, branch: str, text: str) -> None:
+    e.record.post_command(
+        "redirect", {"branch": branch, "mode": "queue", "instruction": text}, source="test"
+    )
+    e.apply_commands()
+
+
+def ticks_until(e: Engine, done: Callable[[], bool], n: int = 200) -> None:
+    for _ in range(n):
+        if done():
+            return
+        e.tick(wait_s=0.01)
+    raise AssertionError("condition not reached")
+
+
+def test_queued_instructions_not_yet_used_survive_a_resume(session, resumed) -> None:
+    folder = session(budget=20)
+    e = started(folder, Scripted())
+    queue(e, "b2", "try CHUNK=8 once")
+    queue(e, "b2", "then CHUNK=2")
+    assert e.branches["b2"].queued == ["try CHUNK=8 once", "then CHUNK=2"]
+    e.close()  # killed before any proposal used them
+    assert resumed(folder).branches["b2"].queued == ["try CHUNK=8 once", "then CHUNK=2"]
+
+
+def test_queued_instructions_a_proposal_used_are_not_given_again_after_a_resume(
+    session, resumed
+) -> None:
+    folder = session(budget=20)
+    proposer = Scripted()
+    e = started(folder, proposer)
+    queue(e, "b1", "try CHUNK=8 once")
+    ticks_until(
+        e, lambda: ("b1", ["try CHUNK=8 once"]) in proposer.seen and "b1" not in e.proposing
+    )
+    assert e.branches["b1"].queued == []
+    e.close()
+    assert resumed(folder).branches["b1"].queued == []
+
+
+def test_queued_instructions_of_a_call_the_engine_died_in_come_back_on_resume(
+    session, resumed
+) -> None:
+    folder = session(budget=20)
+    proposer = Scripted(hang=("b1",))
+    e = started(folder, proposer)
+    queue(e, "b1", "try CHUNK=8 once")
+    ticks_until(e, lambda: "b1" in e.proposing)  # the call carrying it is in flight
+    assert e.branches["b1"].queued == []
+    e.close()  # dies during the call
+    proposer.release.set()
+    e2 = resumed(folder)
+    assert e2.branches["b1"].queued == ["try CHUNK=8 once"]
+    with SessionRecord.open_readonly(folder) as rec:  # the dead call was closed as cancelled
+        assert rec.events(kinds=[ev.PROPOSAL_CANCELLED])
+
+
+def test_a_failed_proposal_gives_its_queued_instructions_back_live_and_after_a_resume(
+    session, resumed
+) -> None:
+    folder = session(budget=20)
+    proposer = Scripted(fail=("b1",))
+    e = started(folder, proposer)
+    queue(e, "b1", "try CHUNK=8 once")
+    ticks_until(e, lambda: e.branches["b1"].state == "paused")  # the call failed: outage
+    assert proposer.seen.count(("b1", ["try CHUNK=8 once"])) == 1
+    assert e.branches["b1"].queued == ["try CHUNK=8 once"]  # the next request carries it again
+    e.close()
+    assert resumed(folder).branches["b1"].queued == ["try CHUNK=8 once"]
