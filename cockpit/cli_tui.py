@@ -1,5 +1,6 @@
 """`cockpit attach [SESSION]`, `cockpit replay SESSION [--speed X]` and
-`cockpit serve [SESSION] [--port N]`: the Textual cockpit, at a terminal or in a browser.
+`cockpit serve [SESSION] [--port N]`: the Textual cockpit, at a terminal or in a browser;
+`cockpit notify [SESSION]`: its notifications without it (a watcher for servers).
 
 Registered into `cockpit.cli` by `register_tui(sub)`; also runnable alone as
 `python -m cockpit.cli_tui attach|replay ...` or `python -m cockpit.tui SESSION [--replay]`.
@@ -116,6 +117,72 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+ENDED = ("done", "stopped")
+
+
+def cmd_notify(args: argparse.Namespace) -> int:
+    """Watch a session without the cockpit: one line per notice on stdout, the terminal bell if
+    asked, and the config's `notify_command` (or --command) for each notice, as the attached
+    cockpit does. For a session left running on a server: `cockpit notify &` over ssh, or under
+    nohup/systemd with a command that reaches a phone. Ends when the session ends."""
+    import time
+
+    from cockpit.store import SessionRecord
+    from cockpit.tui.keymap import NOTICE_KINDS
+    from cockpit.tui.notify import NotifyFailed, notice_env, notices, run_notify_command
+
+    folder = _find(getattr(args, "session", None), getattr(args, "sessions_dir", None))
+    settings = _config().notify
+    command = args.command if args.command is not None else settings.command
+    if command is not None and not command.strip():
+        raise UsageError("--command: must not be empty")
+    on = set(args.on) if args.on else set(settings.on)
+    bad = on - set(NOTICE_KINDS)
+    if bad:
+        raise UsageError(f"--on {', '.join(sorted(bad))}: kinds are {', '.join(NOTICE_KINDS)}")
+    if args.interval <= 0:
+        raise UsageError(f"--interval {args.interval}: must be positive")
+    timeout = args.timeout if args.timeout is not None else settings.timeout_s
+    if timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout}: must be positive")
+    try:
+        record = SessionRecord.open_readonly(folder)
+    except Exception as exc:  # noqa: BLE001 - not a session folder, unreadable database
+        raise UsageError(f"{folder}: cannot open the session record: {exc}") from None
+    with record:
+        last = 0 if args.from_start else record.last_event_id()
+        state = record.meta().get("state")
+        print(
+            f"watching {folder.name} ({state}) for {', '.join(k for k in NOTICE_KINDS if k in on)}"
+            + (f"; running: {command}" if command else ""),
+            flush=True,
+        )
+        try:
+            while True:
+                new = record.events(after_id=last)
+                if new:
+                    last = new[-1].id
+                for n in notices(new):
+                    if n.kind not in on:
+                        continue
+                    stamp = time.strftime("%H:%M:%S", time.localtime(n.event.t))
+                    count = f" (x{n.count})" if n.count > 1 else ""
+                    bell = "\a" if args.bell and n.bell else ""
+                    print(f"{bell}{stamp} {n.kind:8s} {n.message}{count}", flush=True)
+                    if command:
+                        try:
+                            run_notify_command(command, notice_env(n, folder.name, folder), timeout)
+                        except NotifyFailed as exc:
+                            print(f"cockpit notify: {exc}", file=sys.stderr, flush=True)
+                state = record.meta().get("state")
+                if state in ENDED and not record.events(after_id=last):
+                    print(f"session {folder.name}: {state}", flush=True)
+                    return 0
+                time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 130
+
+
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--sessions-dir", help="where sessions live (default: $COCKPIT_SESSIONS_DIR or ./sessions)"
@@ -136,6 +203,19 @@ def register_tui(sub: argparse._SubParsersAction) -> None:
     _sessions_arg(s)
     s.set_defaults(func=cmd_replay)
 
+    s = sub.add_parser(
+        "notify", help="watch a session without the cockpit: notices, bell, the notify command"
+    )
+    s.add_argument("session", nargs="?", help="name or path (default: latest)")
+    s.add_argument("--command", help="shell command per notice (default: the config's)")
+    s.add_argument("--on", nargs="+", metavar="KIND", help="kinds to report (default: config's)")
+    s.add_argument("--bell", action="store_true", help="ring the terminal bell on a notice")
+    s.add_argument("--from-start", action="store_true", help="report past events too")
+    s.add_argument("--interval", type=float, default=1.0, help="poll seconds (default 1)")
+    s.add_argument("--timeout", type=float, help="seconds before the command is killed")
+    _sessions_arg(s)
+    s.set_defaults(func=cmd_notify)
+
     s = sub.add_parser("serve", help="the cockpit in a browser (textual-serve), on 127.0.0.1")
     s.add_argument("session", nargs="?", help="name or path (default: latest)")
     s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
@@ -152,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cockpit")
     sub = parser.add_subparsers(dest="command", required=True)
     register_tui(sub)
-    if argv and argv[0] not in ("attach", "replay", "serve", "-h", "--help"):
+    if argv and argv[0] not in ("attach", "replay", "serve", "notify", "-h", "--help"):
         if "--replay" in argv:
             argv = ["replay", *[a for a in argv if a != "--replay"]]
         else:
