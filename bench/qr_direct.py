@@ -16,7 +16,6 @@ Prints a table as it goes and writes qr_direct.json under --out after every spec
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import statistics
@@ -29,14 +28,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchlib import load_module as _load  # noqa: E402
+
 from cockpit.harness.task import load_task  # noqa: E402
 
 
 def load_module(path: Path):
-    spec = importlib.util.spec_from_file_location(f"seed_{path.stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _load(path, f"seed_{path.stem}")
 
 
 def sync() -> None:

@@ -20,7 +20,6 @@ Prints a table and, with --json, writes the numbers to a file.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import subprocess
@@ -28,6 +27,7 @@ import sys
 from pathlib import Path
 
 import triton
+from benchlib import load_module
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
@@ -50,10 +50,7 @@ def _bin(name: str) -> str:
 
 
 def load_kernel(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(f"sass_{path.stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return getattr(mod, name)
+    return getattr(load_module(path, f"sass_{path.stem}"), name)
 
 
 def _value(text: str):
