@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,10 @@ class ReplayState:
         return dict(self.meta_dict)
 
 
+def _memory_db() -> sqlite3.Connection:
+    return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
 def _event(row: _Row) -> Event:
     return Event(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]) if row[5] else {})
 
@@ -76,6 +81,10 @@ class ReplayReader:
         # (and 10,000 JSON summaries) per replay step.
         self._cands: dict[str, Candidate] = {}
         self._cands_at: int | None = None
+        # The cockpit reads states from worker threads (loading, playing, the detail pane), one
+        # thread each: the in-memory tables are built and read under this lock, and their
+        # connections may be used from any thread (sqlite3 refuses by default).
+        self._lock = threading.RLock()
         self.refresh()
         self.clock = self.start_t
 
@@ -83,6 +92,10 @@ class ReplayReader:
 
     def refresh(self) -> int:
         """Load events appended since the last load (replaying a session still running)."""
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> int:
         after = self._ids[-1] if self._ids else 0
         rows = self.record.execute(
             "SELECT id, t, kind, branch, candidate, payload FROM events WHERE id > ? ORDER BY id",
@@ -163,16 +176,17 @@ class ReplayReader:
         return self._state_through(bisect.bisect_right(self._ids, event_id))
 
     def _state_through(self, count: int) -> ReplayState:
-        self._apply_through(count)
-        mem = self._mem
-        assert mem is not None
-        return ReplayState(
-            event_id=self._ids[count - 1] if count else 0,
-            t=self._rows[count - 1][1] if count else None,
-            branch_list=queries.read_branches(mem),
-            candidate_list=self._candidates_through(mem, count),
-            meta_dict=queries.read_meta(mem),
-        )
+        with self._lock:
+            self._apply_through(count)
+            mem = self._mem
+            assert mem is not None
+            return ReplayState(
+                event_id=self._ids[count - 1] if count else 0,
+                t=self._rows[count - 1][1] if count else None,
+                branch_list=queries.read_branches(mem),
+                candidate_list=self._candidates_through(mem, count),
+                meta_dict=queries.read_meta(mem),
+            )
 
     def _candidates_through(self, mem: sqlite3.Connection, count: int) -> list[Candidate]:
         if self._cands_at is None or count < self._cands_at:
@@ -216,17 +230,17 @@ class ReplayReader:
         """Reset the in-memory state to a checkpoint (0: empty tables)."""
         self._cands_at = None
         if self._mem is None:
-            self._mem = sqlite3.connect(":memory:", isolation_level=None)
+            self._mem = _memory_db()
         if checkpoint:
             self._checkpoints[checkpoint].backup(self._mem)
         else:
             self._mem.close()
-            self._mem = sqlite3.connect(":memory:", isolation_level=None)
+            self._mem = _memory_db()
             create_schema(self._mem)
         self._applied = checkpoint
 
     @staticmethod
     def _copy(mem: sqlite3.Connection) -> sqlite3.Connection:
-        copy = sqlite3.connect(":memory:", isolation_level=None)
+        copy = _memory_db()
         mem.backup(copy)
         return copy

@@ -140,3 +140,37 @@ def test_stepping_forward_reads_like_the_live_tables_at_every_event(record: Sess
         assert reader.state_at(event_id).candidates() == snapshots[event_id], event_id
     for event_id in [ids[3], ids[len(ids) // 2], ids[4], ids[-1], ids[1], ids[-2]]:
         assert reader.state_at(event_id).candidates() == snapshots[event_id], event_id
+
+
+def test_states_are_read_from_several_threads_one_after_another_and_at_once(
+    record: SessionRecord,
+) -> None:
+    """The cockpit asks for states from its worker threads (a new thread per job): the replay's
+    in-memory tables, built in one thread, must serve the next (before: sqlite3's
+    ProgrammingError "objects created in a thread can only be used in that same thread")."""
+    import threading
+
+    populate(record)
+    reader = ReplayReader(record)
+    expected = reader.state_at(reader._ids[-1])
+    first = ReplayReader(record)
+    results: list = []
+
+    def read(at: int) -> None:
+        try:
+            results.append(first.state_at(at))
+        except Exception as exc:  # noqa: BLE001 - the failure is the assertion below
+            results.append(exc)
+
+    for at in (reader._ids[5], reader._ids[-1]):  # built in one thread, extended in another
+        t = threading.Thread(target=read, args=(at,))
+        t.start()
+        t.join()
+    threads = [threading.Thread(target=read, args=(i,)) for i in reader._ids[::7]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert results[1].branch_list == expected.branch_list
+    assert [c.id for c in results[1].candidate_list] == [c.id for c in expected.candidate_list]
