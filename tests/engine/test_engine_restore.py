@@ -84,10 +84,10 @@ def session(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-def engine(folder: Path, pool: Any = None) -> Engine:
+def engine(folder: Path, pool: Any = None, proposer: Tuner | None = None) -> Engine:
     with SessionRecord.open_readonly(folder) as rec:
         cfg = EngineConfig.from_dict(rec.meta()["config"])
-    return Engine(folder, cfg, Tuner(), pool=pool or InstantPool())
+    return Engine(folder, cfg, proposer or Tuner(), pool=pool or InstantPool())
 
 
 def die_on(obj: Any, name: str, when: Callable[..., bool]) -> None:
@@ -109,8 +109,8 @@ def resumed() -> Iterator[Callable[[Path], Engine]]:
     """Start a fresh engine on the folder (what `cockpit resume` does before its first step)."""
     opened: list[Engine] = []
 
-    def start(folder: Path, pool: Any = None) -> Engine:
-        e = engine(folder, pool)
+    def start(folder: Path, pool: Any = None, proposer: Tuner | None = None) -> Engine:
+        e = engine(folder, pool, proposer)
         opened.append(e)
         e.start()
         return e
@@ -350,14 +350,6 @@ class Scripted(Tuner):
         return super().propose(request)
 
 
-def started(folder: Path, proposer: Tuner) -> Engine:
-    with SessionRecord.open_readonly(folder) as rec:
-        cfg = EngineConfig.from_dict(rec.meta()["config"])
-    e = Engine(folder, cfg, proposer, pool=InstantPool())
-    e.start()
-    return e
-
-
 def queue(e: Engine, branch: str, text: str) -> None:
     e.record.post_command(
         "redirect", {"branch": branch, "mode": "queue", "instruction": text}, source="test"
@@ -375,7 +367,7 @@ def ticks_until(e: Engine, done: Callable[[], bool], n: int = 200) -> None:
 
 def test_queued_instructions_not_yet_used_survive_a_resume(session, resumed) -> None:
     folder = session(budget=20)
-    e = started(folder, Scripted())
+    e = resumed(folder, proposer=Scripted())
     queue(e, "b2", "try CHUNK=8 once")
     queue(e, "b2", "then CHUNK=2")
     assert e.branches["b2"].queued == ["try CHUNK=8 once", "then CHUNK=2"]
@@ -388,7 +380,7 @@ def test_queued_instructions_a_proposal_used_are_not_given_again_after_a_resume(
 ) -> None:
     folder = session(budget=20)
     proposer = Scripted()
-    e = started(folder, proposer)
+    e = resumed(folder, proposer=proposer)
     queue(e, "b1", "try CHUNK=8 once")
     ticks_until(
         e, lambda: ("b1", ["try CHUNK=8 once"]) in proposer.seen and "b1" not in e.proposing
@@ -403,7 +395,7 @@ def test_queued_instructions_of_a_call_the_engine_died_in_come_back_on_resume(
 ) -> None:
     folder = session(budget=20)
     proposer = Scripted(hang=("b1",))
-    e = started(folder, proposer)
+    e = resumed(folder, proposer=proposer)
     queue(e, "b1", "try CHUNK=8 once")
     ticks_until(e, lambda: "b1" in e.proposing)  # the call carrying it is in flight
     assert e.branches["b1"].queued == []
@@ -420,7 +412,7 @@ def test_a_failed_proposal_gives_its_queued_instructions_back_live_and_after_a_r
 ) -> None:
     folder = session(budget=20)
     proposer = Scripted(fail=("b1",))
-    e = started(folder, proposer)
+    e = resumed(folder, proposer=proposer)
     queue(e, "b1", "try CHUNK=8 once")
     ticks_until(e, lambda: e.branches["b1"].state == "paused")  # the call failed: outage
     assert proposer.seen.count(("b1", ["try CHUNK=8 once"])) == 1
