@@ -444,13 +444,14 @@ class Engine:
                 and cmd.args.get("branch") in self.branches
             ):
                 self.branches[cmd.args["branch"]].steer.append(cmd.args.get("instruction", ""))
-        for rid, bid in self._open_requests():
+        open_requests, queued = self._replay_requests()
+        for rid, bid in open_requests:
             self._emit(
                 events.PROPOSAL_CANCELLED,
                 {"reason": "the engine stopped during the call", "request": rid, "model": None},
                 branch=bid,
             )
-        for bid, items in self._queued_instructions().items():
+        for bid, items in queued.items():
             if bid in self.branches:
                 self.branches[bid].queued = items
         for c in requeue:
@@ -469,20 +470,29 @@ class Engine:
                 )
             )
 
-    def _queued_instructions(self) -> dict[str, list[str]]:
-        """Each branch's `queue` instructions not yet used, replayed from the record: an acked
-        queue redirect adds one, a proposal request takes all the branch has, and a cancelled or
-        failed request gives them back (as `_cancel` and `_failed` do; requests left open by a
-        dead engine were cancelled just before this runs). A proposal that came back used them."""
+    def _replay_requests(self) -> tuple[list[tuple[int, str | None]], dict[str, list[str]]]:
+        """One pass over the proposal requests and their outcomes in the record. Returns the
+        requests left without an outcome (the engine died during the call; a branch has one open
+        at most, and an outcome without a `request` field, from older records, closes the
+        branch's open one) and each branch's `queue` instructions not yet used: an acked queue
+        redirect adds one, a request takes all the branch has, a request cancelled, failed or
+        left open gives them back (as `_cancel` and `_failed` do); one that came back used them."""
         cmds = {c.id: c for c in self.record.commands(state="acked")}
+        open_: dict[str | None, int] = {}
         queued: dict[str, list[str]] = {}
         carried: dict[int, tuple[str, list[str]]] = {}
+
+        def give_back(rid: int | None) -> None:
+            bid, items = carried.pop(rid, ("", []))
+            if items:
+                queued[bid] = items + queued.get(bid, [])
+
         kinds = [
             events.COMMAND_ACKED,
             events.PROPOSAL_REQUESTED,
-            events.PROPOSAL_CANCELLED,
             events.CANDIDATE_PROPOSED,
             events.PROPOSAL_FAILED,
+            events.PROPOSAL_CANCELLED,
         ]
         for e in self.record.events(kinds=kinds):
             if e.kind == events.COMMAND_ACKED:
@@ -497,33 +507,23 @@ class Engine:
                     queued.setdefault(cmd.args["branch"], []).append(
                         cmd.args.get("instruction", "")
                     )
-            elif e.kind == events.PROPOSAL_REQUESTED and e.branch:
-                carried[e.id] = (e.branch, queued.pop(e.branch, []))
-            elif e.kind in (events.PROPOSAL_CANCELLED, events.PROPOSAL_FAILED):
-                back = carried.pop(e.payload.get("request"), None)
-                if back and back[1]:
-                    queued[back[0]] = back[1] + queued.get(back[0], [])
-            else:  # candidate_proposed: the request used what it carried
-                carried.pop(e.payload.get("request"), None)
-        return {b: items for b, items in queued.items() if items}
-
-    def _open_requests(self) -> list[tuple[int, str | None]]:
-        """proposal_requested events without an outcome (the engine died during the call). A
-        branch has one request open at most; an outcome without a `request` field (older
-        records) closes the branch's open one."""
-        kinds = [
-            events.PROPOSAL_REQUESTED,
-            events.CANDIDATE_PROPOSED,
-            events.PROPOSAL_FAILED,
-            events.PROPOSAL_CANCELLED,
-        ]
-        open_: dict[str | None, int] = {}
-        for e in self.record.events(kinds=kinds):
-            if e.kind == events.PROPOSAL_REQUESTED:
+            elif e.kind == events.PROPOSAL_REQUESTED:
                 open_[e.branch] = e.id
-            elif e.branch in open_ and e.payload.get("request", open_[e.branch]) == open_[e.branch]:
-                del open_[e.branch]
-        return [(rid, bid) for bid, rid in open_.items()]
+                if e.branch:
+                    carried[e.id] = (e.branch, queued.pop(e.branch, []))
+            else:
+                rid = e.payload.get("request", open_.get(e.branch))
+                if e.branch in open_ and rid == open_[e.branch]:
+                    del open_[e.branch]
+                if e.kind == events.CANDIDATE_PROPOSED:
+                    carried.pop(rid, None)  # the proposal used what it carried
+                else:
+                    give_back(rid)
+        for rid in open_.values():
+            give_back(rid)
+        return [(rid, bid) for bid, rid in open_.items()], {
+            b: items for b, items in queued.items() if items
+        }
 
     def _result_of(self, cid: str) -> dict[str, Any] | None:
         evs = self.record.events(kinds=[events.EVALUATION_FINISHED], candidate=cid)
