@@ -80,29 +80,36 @@ def summary(r) -> dict:
         "profile": {
             k: d["profile"].get(k) for k in ("launches", "groups", "unit", "graphs", "graph_breaks")
         },
-        "shapes": [
-            {
-                "shape": s["shape"],
-                "set": s["set"],
-                "ok": s["ok"],
-                "median_us": (s.get("timing") or {}).get("median_us"),
-                "mean_us": (s.get("timing") or {}).get("mean_us"),
-                "sem_pct": (s.get("timing") or {}).get("sem_pct"),
-                "n": (s.get("timing") or {}).get("n"),
-                "graph_us": (s.get("timing") or {}).get("graph_median_us"),
-                # for the repeatability question: the host clock per call, the spread inside
-                # the process, and which stopping rule ended sampling
-                "host_us": (s.get("timing") or {}).get("host_median_us"),
-                "min_us": (s.get("timing") or {}).get("min_us"),
-                "p10_us": (s.get("timing") or {}).get("p10_us"),
-                "p90_us": (s.get("timing") or {}).get("p90_us"),
-                "stop": (s.get("timing") or {}).get("stop"),
-                "floor_us": s.get("floor_us"),
-                "roofline_pct": s.get("roofline_pct"),
-                "bound": s.get("bound"),
-            }
-            for s in d["shapes"]
-        ],
+        "shapes": [shape_row(s) for s in d["shapes"]],
+    }
+
+
+# per-shape timing fields kept in a summary (summary name <- TimingStats name); host time,
+# min and percentiles and the stopping rule are there for the repeatability question
+TIMING_FIELDS = {
+    "median_us": "median_us",
+    "mean_us": "mean_us",
+    "sem_pct": "sem_pct",
+    "n": "n",
+    "graph_us": "graph_median_us",
+    "host_us": "host_median_us",
+    "min_us": "min_us",
+    "p10_us": "p10_us",
+    "p90_us": "p90_us",
+    "stop": "stop",
+}
+
+
+def shape_row(s: dict) -> dict:
+    t = s.get("timing") or {}
+    return {
+        "shape": s["shape"],
+        "set": s["set"],
+        "ok": s["ok"],
+        **{k: t.get(src) for k, src in TIMING_FIELDS.items()},
+        "floor_us": s.get("floor_us"),
+        "roofline_pct": s.get("roofline_pct"),
+        "bound": s.get("bound"),
     }
 
 
