@@ -12,6 +12,10 @@ Modes, each on fresh inputs (a new tensor per call, as the harness does):
   one synchronize at the end: no idle gaps between calls.
 - `busy`: like `harness`, but a ~1 ms GPU spin precedes each flush, so the GPU is never idle
   long before a timed call.
+- `sleep`: like `harness`, but the GPU sleeps ~200 us (`torch.cuda._sleep`) between the flush
+  and the start event, so the host has enqueued the call before the clock starts. Session 4
+  measured `harness` spreading 59% and `queued` 0.2%: if `sleep` matches `queued`, the spread
+  is the host's launch latency leaking into the timed interval.
 If `harness` spreads across processes and `queued`/`busy` do not, idle gaps (power states)
 are the cause; if all three spread, the placement of memory per process is the suspect.
 Prints a table per process and the spread of each mode; writes timing_modes.json.
@@ -31,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchlib import load_module as _load  # noqa: E402
+
+from cockpit.harness.arena import LAUNCH_SLACK_CYCLES as SLEEP_CYCLES  # noqa: E402
 
 
 def one_process(args) -> dict:
@@ -64,7 +70,7 @@ def one_process(args) -> dict:
         return torch.cuda.Event(enable_timing=True)
 
     out: dict = {"shape": shape.describe(), "modes": {}}
-    for mode in ("harness", "queued", "busy"):
+    for mode in ("harness", "queued", "busy", "sleep"):
         times = []
         if not cuda:
             for i in range(args.calls):
@@ -93,6 +99,8 @@ def one_process(args) -> dict:
                     for _ in range(40):  # ~1 ms of memory traffic right before the flush
                         spin.add_(1.0)
                 flush.fill_(1.0)
+                if mode == "sleep":
+                    torch.cuda._sleep(SLEEP_CYCLES)
                 s, e = event(), event()
                 s.record()
                 seed.kernel(*inp)
@@ -139,7 +147,7 @@ def main() -> None:
         )
         print(f"process {i}: {run['shape'][:40]:40s} {cells}", flush=True)
     spread = {}
-    for mode in ("harness", "queued", "busy"):
+    for mode in ("harness", "queued", "busy", "sleep"):
         meds = [r["modes"][mode]["median_us"] for r in runs if mode in r["modes"]]
         if meds:
             spread[mode] = 100 * (max(meds) - min(meds)) / statistics.median(meds)

@@ -32,6 +32,12 @@ from cockpit.harness.timing import Policy, should_stop
 
 _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for every host time
 _GUARD_BYTES = 64 * 1024
+# The GPU sleeps this long between the flush and a timed call's start event (`_before_timed`):
+# ~200 us at the H200's 1980 MHz, longer than any single launch takes on the host. Bound here,
+# before any candidate loads, to the C function itself, so patching torch.cuda._sleep cannot
+# turn the slack into untimed work (the integrity check also watches torch.cuda._sleep).
+LAUNCH_SLACK_CYCLES = 400_000
+_gpu_sleep = getattr(torch._C, "_cuda_sleep", None)
 
 
 def _now_us() -> float:
@@ -446,9 +452,7 @@ class Arena:
             us = (h1 - h0) / 1000.0
             return us, us, outs
         torch.cuda.synchronize(self.device)
-        if self.cudart is not None:
-            self.cudart.cudaCtxResetPersistingL2Cache()
-        self.flush.fill_(float(len(inp)))  # write, no synchronize: it overlaps the host work
+        self._before_timed(float(len(inp)))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -463,12 +467,29 @@ class Arena:
         outs = self._outputs(out)
         return start.elapsed_time(end) * 1000.0, (h1 - h0) / 1000.0, outs
 
+    def _before_timed(self, fill: float) -> None:
+        """What the GPU does between the synchronize and a timed call's start event: drop any
+        persisting-L2 window, flush L2 by writing the flush buffer (no synchronize: it overlaps
+        the host work), then sleep LAUNCH_SLACK_CYCLES so the host has enqueued the candidate's
+        first launch before the start event fires. Without the sleep, a host slower than the
+        flush leaks its launch latency into the timed interval: session 4 measured the same
+        kernel at 71.6-114 us across five processes that way, against 71.7-71.8 us with calls
+        queued back to back (BENCHMARKS.md, "timing modes")."""
+        if self.cudart is not None:
+            self.cudart.cudaCtxResetPersistingL2Cache()
+        self.flush.fill_(fill)
+        if _gpu_sleep is not None:
+            _gpu_sleep(LAUNCH_SLACK_CYCLES)
+
     def _flush_cost(self) -> float:
+        """The flush plus the slack: what the host clock sees beyond the timed stream."""
         times = []
         for _ in range(5):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             self.flush.fill_(1.0)
+            if _gpu_sleep is not None:
+                _gpu_sleep(LAUNCH_SLACK_CYCLES)
             e.record()
             torch.cuda.synchronize(self.device)
             times.append(s.elapsed_time(e) * 1000.0)
@@ -491,7 +512,7 @@ class Arena:
             for _ in range(200):
                 for dst, src in zip(static, self._fresh(pool, rng)[0]):
                     dst.copy_(src)
-                self.flush.fill_(2.0)
+                self._before_timed(2.0)
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 a.record()
                 g.replay()
@@ -623,9 +644,7 @@ class Arena:
                 raise CallFailed(*_classify(exc)) from None
             return (_perf_ns() - h0) / 1000.0
         torch.cuda.synchronize(self.device)
-        if self.cudart is not None:
-            self.cudart.cudaCtxResetPersistingL2Cache()
-        self.flush.fill_(float(len(inp)))
+        self._before_timed(float(len(inp)))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()

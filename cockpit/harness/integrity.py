@@ -46,6 +46,7 @@ def _cuda_targets() -> list[tuple[Any, str]]:
         (torch.cuda, "current_stream"),
         (torch.cuda, "graph"),
         (torch.cuda, "CUDAGraph"),
+        (torch.cuda, "_sleep"),  # the arena's launch slack (arena.LAUNCH_SLACK_CYCLES)
     ]
 
 
