@@ -1,40 +1,58 @@
 #!/usr/bin/env bash
-# QR seeds through the harness in --final, one seed per GPU (issue #2), on `nvidia-h200-x2`.
-# A QR --final evaluation takes 300-600 s, so each call runs one seed per GPU; an optional
-# short step runs first on GPU 0. Everything comes back as one tarball ($OUT/h200-seeds.tgz).
+# Seeds through `cockpit eval --final` in parts (`--shard K/N`), a list of parts per GPU, on
+# `nvidia-h200-x2`; merge the parts afterwards on any machine with `cockpit merge`. A QR --final
+# evaluation of a torch-level seed takes 10-20 minutes on one GPU (BENCHMARKS.md, session 4), more
+# than one device call (600 s), so it goes in parts of ~300 s.
 #
-#   run(command="PRE='python bench/timing_modes.py --processes 5' bash bench/h200_seeds.sh \
-#       cholqr_reconstruct triton_panel_wy", kind="nvidia-h200-x2", timeout_s=595)
-#   DRY=1 bash bench/h200_seeds.sh A B     # print the plan
+#   run(command="GPU0='blocked_wy:1/4 blocked_wy:2/4' GPU1='blocked_wy:3/4 blocked_wy:4/4' \
+#       bash bench/h200_seeds.sh", kind="nvidia-h200-x2", timeout_s=595)
+#   cockpit merge blocked_wy-*-of-4.json --out blocked_wy.json        # afterwards, anywhere
+#   DRY=1 GPU0=… GPU1=… bash bench/h200_seeds.sh                      # print the plan
+#
+# TASK (default qr), PRE (a command run first on GPU 0, e.g. a timing experiment), LIMIT (seconds
+# per GPU, all steps together, default 580), DEVICE (cuda) and MODE (--final; the CPU test runs
+# DEVICE=cpu MODE=--quick). Everything comes back as $OUT/h200-seeds.tgz.
 set -u
 BASE=${OUT:-bench/results}
 RES=$BASE/h200-seeds
 mkdir -p "$RES"
-LIMIT=${LIMIT:-580}  # seconds per GPU, all steps together
-step() {  # step GPU SECONDS NAME COMMAND...
-  local gpu=$1 secs=$2 name=$3
-  shift 3
-  if [ -n "${DRY:-}" ]; then echo "GPU $gpu, ${secs}s, $name: $*"; return 0; fi
-  echo "[$(date +%T)] start $name" >> "$RES/steps.log"
-  CUDA_VISIBLE_DEVICES=$gpu timeout "$secs" "$@" > "$RES/$name.out" 2> "$RES/$name.log"
-  echo "[$(date +%T)] end $name rc=$?" >> "$RES/steps.log"
-}
-seed_final() {  # seed_final GPU SECONDS SEED
-  step "$1" "$2" "final-$3" python bench/harness_gpu.py --plan seeds --task qr --mode final \
-    --skip-baselines --only "$3" --out "$RES/$3"
-}
+TASK=${TASK:-qr}
+DEVICE=${DEVICE:-cuda}
+MODE=${MODE:---final}
+LIMIT=${LIMIT:-580}
 T0=$(date +%s)
+left() { echo $((LIMIT - ($(date +%s) - T0))); }
+step() {  # step GPU NAME COMMAND... (stdout to NAME.json, stderr to NAME.log)
+  local gpu=$1 name=$2
+  shift 2
+  if [ -n "${DRY:-}" ]; then echo "GPU $gpu, $name: $*"; return 0; fi
+  local secs
+  secs=$(left)
+  if [ "$secs" -lt 30 ]; then echo "[$(date +%T)] skip $name (${secs}s left)" >> "$RES/steps.log"; return 0; fi
+  echo "[$(date +%T)] start $name (${secs}s left)" >> "$RES/steps.log"
+  CUDA_VISIBLE_DEVICES=$gpu timeout "$secs" "$@" > "$RES/$name.json" 2> "$RES/$name.log"
+  local rc=$?  # before $(date) resets $?
+  echo "[$(date +%T)] end $name rc=$rc" >> "$RES/steps.log"
+}
+parts() {  # parts GPU "SEED:K/N SEED:K/N ..."
+  local gpu=$1 item seed shard
+  for item in $2; do
+    seed=${item%%:*} shard=${item#*:}
+    step "$gpu" "$seed-${shard%/*}-of-${shard#*/}" python -m cockpit.cli eval "$TASK" \
+      "kernels/$TASK/seeds/$seed.py" --device "$DEVICE" "$MODE" --json --shard "$shard"
+  done
+}
 (
   if [ -n "${PRE:-}" ]; then
     # shellcheck disable=SC2086
-    step 0 90 pre $PRE --out "$RES/pre"
+    step 0 pre $PRE
   fi
-  seed_final 0 $((LIMIT - ($(date +%s) - T0))) "$1"
+  parts 0 "${GPU0:-}"
 ) &
-( [ -n "${2:-}" ] && seed_final 1 "$LIMIT" "$2" ) &
+( parts 1 "${GPU1:-}" ) &
 wait
 if [ -z "${DRY:-}" ]; then
   cat "$RES/steps.log"
-  tail -n 4 "$RES"/*.out
+  for f in "$RES"/*.log; do echo "== $f"; tail -n 2 "$f"; done
   tar czf "$BASE/h200-seeds.tgz" -C "$BASE" h200-seeds && rm -rf "$RES" && echo "packed"
 fi

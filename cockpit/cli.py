@@ -124,6 +124,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         mode=_mode(args),
         strict=args.strict,
         profile=not args.no_profile,
+        shard=_shard(args.shard),
     )
     try:
         result = _progress_eval(task, cand, opts, quiet=args.json)
@@ -135,6 +136,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         print_result(d, Console())
     return 0 if result.ok else 1
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    from cockpit.harness.shards import MergeError, parse_shard
+
+    try:
+        return parse_shard(text)
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from cockpit.harness.shards import MergeError, load_part, merge
+    from cockpit.render import print_result
+
+    try:
+        d = merge([(p, load_part(Path(p))) for p in args.parts])
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        Path(args.out).write_text(json.dumps(d))
+    if args.json:
+        print(json.dumps(d))
+    else:
+        print_result(d, Console())
+    return 0 if d["status"] == "ok" else 1
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
@@ -215,7 +246,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="the task's stricter, size-independent check"
     )
     s.add_argument("--no-profile", action="store_true", help="skip the kernel census")
+    s.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="only the K-th of N parts of the hidden and benchmark shapes (one per GPU); "
+        "combine the N results with `cockpit merge`",
+    )
     s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser(
+        "merge", help="combine the results of `eval --shard K/N` into one evaluation"
+    )
+    s.add_argument(
+        "parts", nargs="+", metavar="PART.json", help="every part's `eval --json` output"
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    s.add_argument("--out", metavar="FILE", help="also write the merged JSON to FILE")
+    s.set_defaults(func=cmd_merge)
 
     s = sub.add_parser(
         "baseline", help="measure the reference and torch.compile, store them for speedups"

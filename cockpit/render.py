@@ -124,6 +124,15 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     for name, s in (r.get("speedups") or {}).items():
         line.append(f"   {s:.2f}× vs {name}")
     console.print(line)
+    if r.get("shard"):
+        console.print(
+            f"  part {r['shard']} of a sharded evaluation: `cockpit merge` the parts for the verdict"
+        )
+    if r.get("shards"):
+        walls = ", ".join(
+            f"{p['shard']} {p['status']} {p.get('wall_s') or 0:.0f} s" for p in r["shards"]
+        )
+        console.print(f"  merged from {len(r['shards'])} parts ({walls})")
     for reason in r.get("reasons", []):
         where = f" [{reason['shape']}]" if reason.get("shape") else ""
         console.print(Text(f"  ✗ {reason['kind']}{where}: {reason['message']}", style="red"))

@@ -83,3 +83,36 @@ def test_pick_variant_writes_the_fastest_passing_complete_variant(tmp_path):
     text = dest.read_text()
     assert text.startswith((ROOT / "kernels/qr/seeds/triton_fused.py").read_text())
     assert text.rstrip().endswith("USE_GRAPHS = False\nNB = 16")
+
+
+def test_h200_seeds_runs_each_gpus_parts_and_they_merge_into_one_evaluation(tmp_path):
+    """The device plan for long --final evaluations, run for real on the CPU (quick mode): each
+    part lands in the tarball as eval JSON, and `cockpit merge` of the parts passes."""
+    import tarfile
+
+    env = {
+        **os.environ,
+        "OUT": str(tmp_path),
+        "TASK": "softmax",
+        "DEVICE": "cpu",
+        "MODE": "--quick",
+        "GPU0": "torch_eager:1/2",
+        "GPU1": "torch_eager:2/2",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    r = subprocess.run(
+        ["bash", "bench/h200_seeds.sh"], capture_output=True, text=True, env=env, cwd=ROOT,
+        timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rc=0" in r.stdout and "packed" in r.stdout
+    with tarfile.open(tmp_path / "h200-seeds.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    parts = sorted((tmp_path / "h200-seeds").glob("torch_eager-*-of-2.json"))
+    assert len(parts) == 2
+    m = subprocess.run(
+        [sys.executable, "-m", "cockpit.cli", "merge", *map(str, parts), "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert m.returncode == 0, m.stderr
+    assert json.loads(m.stdout)["status"] == "ok"

@@ -63,6 +63,10 @@ class Options:
     )
     progress: Progress | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # (k, n): verify and time only the k-th of n parts of the hidden and benchmark shapes (every
+    # part verifies the public ones); `shards.merge` combines the n results into one. A long
+    # `--final` run then spreads over n GPUs.
+    shard: tuple[int, int] | None = None
 
 
 class _Stop(Exception):
@@ -111,6 +115,8 @@ class _Evaluation:
             mode=opts.mode,
             baseline_exempt=exempt,
             report=task.report.to_dict() if task.report else {},
+            candidate_sha256=hashlib.sha256(source.encode()).hexdigest(),
+            shard=f"{opts.shard[0]}/{opts.shard[1]}" if opts.shard else None,
         )
         self.exempt = exempt
         self.limit = opts.time_limit_s or task.time_limit_s
@@ -163,7 +169,7 @@ class _Evaluation:
                 self._verify_all(ref)
                 if res.ok:
                     self._time_all(ref)
-                if res.ok and self.opts.profile:
+                if res.ok and self.opts.profile and (self.opts.shard or (1,))[0] == 1:
                     self._profile(ref)
         except _Stop:
             pass
@@ -338,6 +344,17 @@ class _Evaluation:
 
     # --- verify ---------------------------------------------------------------------------------
     def _shapes(self, name: str) -> list[Shape]:
+        shapes = self.task.shape_set(self.device, name)
+        if self.opts.shard is None or name == "public":
+            return shapes
+        k, n = self.opts.shard
+        dealt = [(s.describe(), s.set) for s in self._all("hidden") + self._all("benchmark")]
+        mine = {key for i, key in enumerate(dealt) if i % n == k - 1}
+        return [s for s in shapes if (s.describe(), s.set) in mine]
+
+    def _all(self, name: str) -> list[Shape]:
+        """Every shape of a set, whatever the shard: hidden then benchmark shapes are dealt to
+        the shards in turn, so each gets its share of the slow and the verify-only ones."""
         return self.task.shape_set(self.device, name)
 
     def _verify_all(self, ref: Any) -> None:
@@ -628,7 +645,7 @@ class _Evaluation:
     # --- profile --------------------------------------------------------------------------------
     def _profile(self, ref: Any) -> None:
         self.stage = "profile"
-        shapes = self._shapes("benchmark") or self._shapes("public")
+        shapes = self._all("benchmark") or self._all("public")
         shape = shapes[0]
         self._progress(shape.describe(), 0, 1)
         inputs = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))

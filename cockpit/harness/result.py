@@ -128,6 +128,9 @@ class Result:
     # the task's `[report]` (unit, per_call), e.g. {"unit": "tok/s", "per_call": 1.0}: views show
     # per_call * 1e6 / time next to times; empty for tasks without one (and older records)
     report: dict[str, Any] = field(default_factory=dict)
+    candidate_sha256: str = ""  # of the text that was scanned and run
+    shard: str | None = None  # "k/n" for one part of a sharded evaluation (judge.Options.shard)
+    shards: list[dict[str, Any]] = field(default_factory=list)  # a merge's parts (harness.shards)
 
     def fail(self, kind: str, message: str, stage: str = "", shape: str = "") -> None:
         reason = Reason(kind, message, stage, shape)
