@@ -1,0 +1,108 @@
+"""RMSNorm in Triton: several short rows per program, long rows split across programs.
+
+Why a second Triton family: `triton_rowwise` (one program per row) under-fills the GPU when rows
+are few and long (rows=17, cols=131073: 17 programs on 132 SMs) and pays per-program overhead
+when rows are many and short (65537 x 257); its own notes name this variant as the next step.
+
+Algorithm (float32 accumulation throughout):
+- cols <= SINGLE_MAX: a program takes a [R, BC] tile, R rows of BC = next_pow2(cols) columns,
+  R = TILE_ELEMS // BC (at least 1): load once, sum of squares along the row, rstd = rsqrt(sum /
+  cols + eps), multiply by rstd and by weight (loaded once per program), store. One read of x and
+  one write of y: the roofline minimum.
+- cols > SINGLE_MAX: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
+  launches: the first stores each chunk's sum of squares, the second adds its row's partial sums
+  (a tree over at most NCH values), and writes its chunk. Reads x twice but keeps rows x chunks
+  programs in flight.
+
+Cost model: bytes = (2 * rows * cols + cols) * itemsize, 4 flops per element: memory-bound.
+Offsets: row indices widened to int64 before the multiply by the row stride (more than 2**31
+elements); offsets inside a row stay int32.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+FAMILY = "triton-tiled-rows"
+TUNABLES = {
+    "TILE_ELEMS": [2048, 4096, 8192, 16384],
+    "SINGLE_MAX": [4096, 8192, 16384],
+    "CHUNK": [2048, 4096, 8192],
+    "NUM_WARPS": [4, 8, 16],
+}
+TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
+SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
+CHUNK = 4096  # columns per program in the split path
+NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+EPS = 1e-6  # the task's eps (task.toml)
+
+
+@triton.jit
+def _rmsnorm_tile(
+    x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps,
+    R: tl.constexpr, BC: tl.constexpr,
+):  # fmt: skip
+    r = (tl.program_id(0) * R + tl.arange(0, R)).to(tl.int64)
+    c = tl.arange(0, BC)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    x = tl.load(x_ptr + r[:, None] * stride_x + c[None, :], mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / cols + eps)
+    w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
+    y = x * rstd[:, None] * w[None, :]
+    tl.store(y_ptr + r[:, None] * stride_y + c[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _chunk_sumsq(x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    ch = tl.program_id(1)
+    c = ch * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=0.0).to(tl.float32)
+    tl.store(p_ptr + row * nchunks + ch, tl.sum(x * x, axis=0))
+
+
+@triton.jit
+def _chunk_apply(
+    x_ptr, w_ptr, y_ptr, p_ptr, cols, stride_x, stride_y, nchunks, eps,
+    CHUNK: tl.constexpr, NCH: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0).to(tl.int64)
+    ch = tl.program_id(1)
+    k = tl.arange(0, NCH)
+    total = tl.sum(tl.load(p_ptr + row * nchunks + k, mask=k < nchunks, other=0.0), axis=0)
+    rstd = tl.rsqrt(total / cols + eps)
+    c = ch * CHUNK + tl.arange(0, CHUNK)
+    mask = c < cols
+    x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * stride_y + c, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _warps(elems: int) -> int:
+    return max(1, min(NUM_WARPS, elems // 1024))
+
+
+def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    weight = weight.contiguous()
+    rows, cols = x.shape
+    y = torch.empty_like(x)
+    if rows == 0 or cols == 0:
+        return y
+    bc = triton.next_power_of_2(cols)
+    if bc <= SINGLE_MAX:
+        r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
+        _rmsnorm_tile[(triton.cdiv(rows, r),)](
+            x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS,
+            R=r, BC=bc, num_warps=_warps(r * bc),
+        )  # fmt: skip
+        return y
+    nchunks = triton.cdiv(cols, CHUNK)
+    part = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
+    grid = (rows, nchunks)
+    _chunk_sumsq[grid](x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, num_warps=_warps(CHUNK))
+    _chunk_apply[grid](
+        x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), num_warps=_warps(CHUNK),
+    )  # fmt: skip
+    return y

@@ -1,0 +1,115 @@
+"""Softmax over the last dimension in Triton: several short rows per program, long rows split
+across programs.
+
+Why a second Triton family: `triton_online` (one program per row) is at 90% of the copy roofline
+on 8192 x 8192 but far below it where one program per row is the wrong unit of work (H200,
+BENCHMARKS.md session 4): many short rows (32768 x 1024 bf16 56%, 65537 x 257 f32 34%: thousands
+of tiny programs) and few long rows (2048 x 65536 bf16 51%, 17 x 131073 bf16 2.5%: 17 programs on
+132 SMs, each walking a 256 KiB row twice).
+
+Algorithm:
+- cols <= SINGLE_MAX: a program takes a [R, BC] tile, R rows of BC = next_pow2(cols) columns,
+  R = TILE_ELEMS // BC (at least 1): load once, max and sum along the row inside the tile,
+  normalize, store. One read and one write of x: the roofline minimum.
+- cols > SINGLE_MAX: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
+  launches. The first stores each chunk's max m_c and sum_c exp(x - m_c) (two floats); the second
+  combines its row's chunk statistics, M = max_c m_c and S = sum_c s_c exp(m_c - M), and writes
+  exp(x - M) / S for its chunk. Reads x twice (1.5x the minimum traffic, as the online version)
+  but with rows x chunks programs in flight instead of rows.
+
+Cost model: bytes = 2 * rows * cols * itemsize (+ 8 bytes per chunk), 5 flops per element:
+memory-bound at every shape. Offsets: row indices are widened to int64 before the multiply by
+the row stride (inputs with more than 2**31 elements); offsets inside a row stay int32.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+FAMILY = "triton-tiled-rows"
+TUNABLES = {
+    "TILE_ELEMS": [2048, 4096, 8192, 16384],
+    "SINGLE_MAX": [4096, 8192, 16384],
+    "CHUNK": [2048, 4096, 8192],
+    "NUM_WARPS": [4, 8, 16],
+}
+TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
+SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
+CHUNK = 4096  # columns per program in the split path
+NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+
+
+@triton.jit
+def _softmax_tile(x_ptr, y_ptr, rows, cols, stride_x, stride_y, R: tl.constexpr, BC: tl.constexpr):
+    r = (tl.program_id(0) * R + tl.arange(0, R)).to(tl.int64)
+    c = tl.arange(0, BC)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    x = tl.load(x_ptr + r[:, None] * stride_x + c[None, :], mask=mask, other=-float("inf"))
+    x = x.to(tl.float32)
+    m = tl.max(x, axis=1)
+    m = tl.where(m == -float("inf"), 0.0, m)  # padding rows: keep exp finite (not stored)
+    e = tl.exp(x - m[:, None])
+    den = tl.sum(e, axis=1)
+    den = tl.where(den == 0.0, 1.0, den)  # padding rows again
+    y = e / den[:, None]
+    tl.store(y_ptr + r[:, None] * stride_y + c[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _chunk_stats(x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    ch = tl.program_id(1)
+    c = ch * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=-float("inf")).to(tl.float32)
+    m = tl.max(x, axis=0)
+    s = tl.where(m == -float("inf"), 0.0, tl.sum(tl.exp(x - m), axis=0))
+    tl.store(m_ptr + row * nchunks + ch, m)
+    tl.store(s_ptr + row * nchunks + ch, s)
+
+
+@triton.jit
+def _chunk_apply(
+    x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
+    CHUNK: tl.constexpr, NCH: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0).to(tl.int64)
+    ch = tl.program_id(1)
+    k = tl.arange(0, NCH)
+    mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
+    sc = tl.load(s_ptr + row * nchunks + k, mask=k < nchunks, other=0.0)
+    big = tl.max(mc, axis=0)
+    total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * tl.exp(mc - big)), axis=0)
+    c = ch * CHUNK + tl.arange(0, CHUNK)
+    mask = c < cols
+    x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf")).to(tl.float32)
+    y = tl.exp(x - big) / total
+    tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _warps(elems: int) -> int:
+    return max(1, min(NUM_WARPS, elems // 1024))
+
+
+def kernel(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    rows, cols = x.shape
+    y = torch.empty_like(x)
+    if rows == 0 or cols == 0:
+        return y
+    bc = triton.next_power_of_2(cols)
+    if bc <= SINGLE_MAX:
+        r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
+        _softmax_tile[(triton.cdiv(rows, r),)](
+            x, y, rows, cols, x.stride(0), y.stride(0), R=r, BC=bc, num_warps=_warps(r * bc)
+        )
+        return y
+    nchunks = triton.cdiv(cols, CHUNK)
+    m = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
+    s = torch.empty_like(m)
+    grid = (rows, nchunks)
+    _chunk_stats[grid](x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, num_warps=_warps(CHUNK))
+    _chunk_apply[grid](
+        x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), num_warps=_warps(CHUNK),
+    )  # fmt: skip
+    return y

@@ -1,0 +1,81 @@
+"""The `triton_tiled` seeds of softmax and rmsnorm on the CPU (Triton interpreter): the tiled path
+(several rows per program) and the split path (a long row over several programs, two launches),
+each checked with the judge's own element-wise check against the float64 reference, and both
+seeds through the real harness, once as shipped and once with the split path forced."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (conftest sets it too)
+
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from task_files import load_file  # noqa: E402
+
+from cockpit.harness.judge import Options, evaluate  # noqa: E402
+from cockpit.harness.task import load_task  # noqa: E402
+from cockpit.harness.verify import default_check, load_reference  # noqa: E402
+
+TASKS = {name: load_task(name) for name in ("softmax", "rmsnorm")}
+REFS = {name: load_reference(t) for name, t in TASKS.items()}
+SEEDS = {
+    name: load_file(t.seeds_dir / "triton_tiled.py", f"tiled_rows_{name}")
+    for name, t in TASKS.items()
+}
+# (rows, cols): rows not a multiple of the tile's R, a ragged last chunk, chunk counts that are
+# not powers of two, one column, one row
+SHAPES = [(1, 1), (3, 17), (5, 33), (17, 333), (2, 100), (9, 64), (1, 257)]
+
+
+def run_and_check(task: str, rows: int, cols: int, dtype: str, seed: int = 3) -> None:
+    t, ref = TASKS[task], REFS[task]
+    inputs = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, seed, "cpu")
+    out = SEEDS[task].kernel(*inputs)
+    ok, metrics = default_check(t, ref, tuple(inputs), [out])
+    assert ok, metrics.get("message")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), SHAPES)
+def test_tiles_of_several_rows_match(monkeypatch, task, rows, cols, dtype):
+    """TILE_ELEMS = 128: up to 128 rows of one column per program, 1 row of 128 columns."""
+    monkeypatch.setattr(SEEDS[task], "TILE_ELEMS", 128)
+    monkeypatch.setattr(SEEDS[task], "SINGLE_MAX", 512)
+    run_and_check(task, rows, cols, dtype)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
+def test_long_rows_split_over_chunks_match(monkeypatch, task, rows, cols, dtype):
+    """SINGLE_MAX = 16 and CHUNK = 16 send every row past 16 columns to the two-launch path:
+    33 columns is 2 chunks and 1 column, 333 is 21 chunks (NCH = 32), 64 is exactly 4."""
+    monkeypatch.setattr(SEEDS[task], "SINGLE_MAX", 16)
+    monkeypatch.setattr(SEEDS[task], "CHUNK", 16)
+    run_and_check(task, rows, cols, dtype)
+
+
+def _forced(task: str, tmp_path: Path) -> Path:
+    """A copy of the seed with the split path on for every CPU shape past 32 columns, as the
+    tuner writes a variant (constants rewritten in the file)."""
+    src = (TASKS[task].seeds_dir / "triton_tiled.py").read_text()
+    src = re.sub(r"^SINGLE_MAX = \d+", "SINGLE_MAX = 32", src, flags=re.M)
+    src = re.sub(r"^CHUNK = \d+", "CHUNK = 64", src, flags=re.M)
+    path = tmp_path / f"{task}_tiled_split.py"
+    path.write_text(src)
+    return path
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("variant", ["shipped", "split"])
+def test_the_seed_passes_the_harness(task, variant, tmp_path):
+    t = TASKS[task]
+    path = t.seeds_dir / "triton_tiled.py" if variant == "shipped" else _forced(task, tmp_path)
+    r = evaluate(t, path, Options(device="cpu", mode="quick", profile=False))
+    assert r.ok, [x.line() for x in r.reasons]
+    assert {s.set for s in r.shapes} == {"public", "hidden", "benchmark"}
+    assert all(s.ok for s in r.shapes)
