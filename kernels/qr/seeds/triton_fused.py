@@ -76,6 +76,7 @@ TUNABLES = {
     "FUSE_UPDATE": [True, False],
     "DOT_BN": [32, 64, 128],
     "USE_GRAPHS": [True, False],
+    "GRAPH_MIN_N": [0, 64],
     "SPLIT_TARGET": [0, 128, 256, 512],
     "SPLIT_MIN": [2, 4, 8],
     "FUSED_MAX_N": [32, 64, 128],
@@ -102,6 +103,9 @@ USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), rep
 GRAPH_MAX_BYTES = 1 << 30  # no graph when the input + H + scratch exceed this (at 640 x 512,
 # 1.4 GB, the graph's extra copy in and out costs more than the 46 launches it saves)
 GRAPH_CACHE = 4  # graphs kept (least recently used dropped first)
+GRAPH_MIN_N = 0  # no graph up to this n: at n <= FUSED_MAX_N a call is one launch, and the graph
+# path adds 3 copies and 3 more host launches (unmeasured since the harness stopped timing the
+# first launch's host latency, session 4: try GRAPH_MIN_N = FUSED_MAX_N)
 USE_TF32X3 = True  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISION); off:
 # three float32 cuBLAS bmm (SIMT). The CPU interpreter computes tl.dot in full float32
 # whatever the precision (it cannot show tf32x3's rounding): the GPU's check is the evidence.
@@ -704,7 +708,7 @@ def _graphed(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    on = USE_GRAPHS and A.is_cuda and A.dim() == 3 and A.numel() > 0
+    on = USE_GRAPHS and A.is_cuda and A.dim() == 3 and A.numel() > 0 and A.shape[1] > GRAPH_MIN_N
     if on and _graph_bytes(A.shape[0], A.shape[1]) <= GRAPH_MAX_BYTES:
         return _graphed(A)
     return _factor(A)
