@@ -16,6 +16,8 @@ Modes, each on fresh inputs (a new tensor per call, as the harness does):
   and the start event, so the host has enqueued the call before the clock starts. Session 4
   measured `harness` spreading 59% and `queued` 0.2%: if `sleep` matches `queued`, the spread
   is the host's launch latency leaking into the timed interval.
+- `hold`: the harness since session 4's second fix: every SM held ~200 us (harness/hold.py)
+  after the flush, the call made once the flush is done. Should match `sleep` and `queued`.
 If `harness` spreads across processes and `queued`/`busy` do not, idle gaps (power states)
 are the cause; if all three spread, the placement of memory per process is the suspect.
 Prints a table per process and the spread of each mode; writes timing_modes.json.
@@ -37,6 +39,10 @@ sys.path.insert(0, str(ROOT))
 from benchlib import load_module as _load  # noqa: E402
 
 from cockpit.harness.arena import LAUNCH_SLACK_CYCLES as SLEEP_CYCLES  # noqa: E402
+from cockpit.harness.arena import LAUNCH_SLACK_US  # noqa: E402
+from cockpit.harness.hold import Hold  # noqa: E402
+
+MODES = ("harness", "queued", "busy", "sleep", "hold")
 
 
 def one_process(args) -> dict:
@@ -60,6 +66,7 @@ def one_process(args) -> dict:
         return [x.mul(c) if x.is_floating_point() else x.clone() for x in pool[i % 2]]
 
     flush = torch.empty(64 << 20, dtype=torch.float32, device=args.device) if cuda else None
+    hold = Hold(torch.device(args.device), LAUNCH_SLACK_US) if cuda else None
     spin = torch.empty(4 << 20, dtype=torch.float32, device=args.device) if cuda else None
     for i in range(5):  # warm-up: compile, allocator
         seed.kernel(*fresh(i))
@@ -70,7 +77,7 @@ def one_process(args) -> dict:
         return torch.cuda.Event(enable_timing=True)
 
     out: dict = {"shape": shape.describe(), "modes": {}}
-    for mode in ("harness", "queued", "busy", "sleep"):
+    for mode in MODES:
         times = []
         if not cuda:
             for i in range(args.calls):
@@ -99,10 +106,16 @@ def one_process(args) -> dict:
                     for _ in range(40):  # ~1 ms of memory traffic right before the flush
                         spin.add_(1.0)
                 flush.fill_(1.0)
+                flushed = event()
+                flushed.record()
                 if mode == "sleep":
                     torch.cuda._sleep(SLEEP_CYCLES)
+                elif mode == "hold":
+                    hold.launch()
                 s, e = event(), event()
                 s.record()
+                while mode == "hold" and not flushed.query():
+                    pass
                 seed.kernel(*inp)
                 e.record()
                 torch.cuda.synchronize()
@@ -147,7 +160,7 @@ def main() -> None:
         )
         print(f"process {i}: {run['shape'][:40]:40s} {cells}", flush=True)
     spread = {}
-    for mode in ("harness", "queued", "busy", "sleep"):
+    for mode in MODES:
         meds = [r["modes"][mode]["median_us"] for r in runs if mode in r["modes"]]
         if meds:
             spread[mode] = 100 * (max(meds) - min(meds)) / statistics.median(meds)

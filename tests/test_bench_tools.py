@@ -116,3 +116,19 @@ def test_h200_seeds_runs_each_gpus_parts_and_they_merge_into_one_evaluation(tmp_
     )  # fmt: skip
     assert m.returncode == 0, m.stderr
     assert json.loads(m.stdout)["status"] == "ok"
+
+
+def test_the_harness_hold_kernel_fits_four_programs_per_sm_of_an_h200(tmp_path):
+    """The launch-slack hold (cockpit/harness/hold.py) blocks side streams only if its programs
+    take every thread slot of every SM: 4 programs of 512 threads on sm_90, which needs at most
+    32 registers per thread (4 x 512 x 32 = the 65,536-register file) and no shared memory."""
+    out = tmp_path / "hold.json"
+    r = run_tool(
+        "bench/sass_stats.py", "cockpit/harness/hold.py", "_spin",
+        "--sig", "out_ptr=*fp32", "iters=i32", "seed=fp32", "--warps", "16", "--json", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert 0 < doc["resources"]["regs"] <= 32
+    assert doc["resources"]["shared"] <= 1024
+    assert doc["loops"] and all(loop["STL"] == 0 for loop in doc["loops"])

@@ -32,11 +32,15 @@ from cockpit.harness.timing import Policy, should_stop
 
 _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for every host time
 _GUARD_BYTES = 64 * 1024
-# The GPU sleeps this long between the flush and a timed call's start event (`_before_timed`):
-# ~200 us at the H200's 1980 MHz, longer than any single launch takes on the host. Bound here,
-# before any candidate loads, to the C function itself, so patching torch.cuda._sleep cannot
-# turn the slack into untimed work (the integrity check also watches torch.cuda._sleep).
-LAUNCH_SLACK_CYCLES = 400_000
+# The launch slack between the flush and a timed call's start event (`_before_timed`): ~200 us,
+# longer than any single launch takes on the host. The arena holds every SM for that long
+# (harness/hold.py) and calls the candidate only once the hold runs, so no side-stream work can
+# use the slack; where the hold cannot be built, the GPU sleeps instead (one thread: weaker, said
+# in `protections`). The sleep is bound here, before any candidate loads, to the C function
+# itself (the integrity check also watches torch.cuda._sleep); either way every timed call
+# checks that the slack really elapsed on the GPU.
+LAUNCH_SLACK_US = 200.0
+LAUNCH_SLACK_CYCLES = 400_000  # the sleep's ~200 us at the H200's 1980 MHz
 _gpu_sleep = getattr(torch._C, "_cuda_sleep", None)
 
 
@@ -142,6 +146,9 @@ class Arena:
         self.protections: dict[str, Any] = {}
         self.flush: torch.Tensor | None = None
         self.cudart = None
+        self.hold = None  # harness.hold.Hold, or None: the sleep is the slack
+        self.slack_us = 0.0  # what the slack takes on the GPU (checked on every timed call)
+        self.slack_short = 0  # timed calls whose slack was cut short
 
     # --- set-up ---------------------------------------------------------------------------------
     def setup(self) -> dict[str, Any]:
@@ -173,6 +180,20 @@ class Arena:
             "cudaCtxResetPersistingL2Cache" if self.cudart else "unavailable"
         )
         self._l2_start = self._l2_state()
+        try:
+            from cockpit.harness.hold import Hold
+
+            self.hold = Hold(self.device, LAUNCH_SLACK_US)
+            self.slack_us = self.hold.us
+            self.protections["launch_slack"] = self.hold.describe()
+        except Exception as exc:  # noqa: BLE001 - any failure: the sleep, and say so
+            self.hold = None
+            self.protections["launch_slack"] = (
+                f"sleep (no hold: {type(exc).__name__}: {str(exc)[:120]})"
+                if _gpu_sleep is not None
+                else "none"
+            )
+            self.slack_us = self._slack_only() if _gpu_sleep is not None else 0.0
 
     def _l2_state(self) -> tuple[int, int]:
         """(persisting-L2 carve-out, access-policy window bytes on the current stream); the
@@ -424,7 +445,7 @@ class Arena:
                     "outputs": [wire.pack(o, self.exchange, "co") for o in last["outs"]],
                 }
             )
-        integrity_notes += self._diff()
+        integrity_notes += self._diff() + self._slack_diffs()
         out = {
             "ok": True,
             "samples": samples,
@@ -452,10 +473,11 @@ class Arena:
             us = (h1 - h0) / 1000.0
             return us, us, outs
         torch.cuda.synchronize(self.device)
-        self._before_timed(float(len(inp)))
+        flushed = self._before_timed(float(len(inp)))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
+        self._armed(flushed)
         h0 = _perf_ns()
         try:
             out = self.kernel(*inp)
@@ -465,34 +487,78 @@ class Arena:
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()
         outs = self._outputs(out)
+        self._check_slack(flushed, start)
         return start.elapsed_time(end) * 1000.0, (h1 - h0) / 1000.0, outs
 
-    def _before_timed(self, fill: float) -> None:
+    def _before_timed(self, fill: float) -> torch.cuda.Event:
         """What the GPU does between the synchronize and a timed call's start event: drop any
-        persisting-L2 window, flush L2 by writing the flush buffer (no synchronize: it overlaps
-        the host work), then sleep LAUNCH_SLACK_CYCLES so the host has enqueued the candidate's
-        first launch before the start event fires. Without the sleep, a host slower than the
-        flush leaks its launch latency into the timed interval: session 4 measured the same
-        kernel at 71.6-114 us across five processes that way, against 71.7-71.8 us with calls
-        queued back to back (BENCHMARKS.md, "timing modes")."""
+        persisting-L2 window, flush L2 by writing the flush buffer, record `flushed`, then the
+        launch slack (the hold on every SM, or the sleep) so the host has enqueued the
+        candidate's first launch before the start event fires. Without a slack, a host slower
+        than the flush leaks its launch latency into the timed interval: session 4 measured the
+        same kernel at 71.6-114 us across five processes that way, against 71.7-71.8 us with
+        calls queued back to back (BENCHMARKS.md, "timing modes"). Returns `flushed`: the caller
+        records its start event, then `_armed(flushed)` before calling the candidate."""
         if self.cudart is not None:
             self.cudart.cudaCtxResetPersistingL2Cache()
         self.flush.fill_(fill)
-        if _gpu_sleep is not None:
+        flushed = torch.cuda.Event(enable_timing=True)
+        flushed.record()
+        if self.hold is not None:
+            self.hold.launch()
+        elif _gpu_sleep is not None:
             _gpu_sleep(LAUNCH_SLACK_CYCLES)
+        return flushed
 
-    def _flush_cost(self) -> float:
-        """The flush plus the slack: what the host clock sees beyond the timed stream."""
+    def _armed(self, flushed: torch.cuda.Event) -> None:
+        """With the hold: wait (on the host) until the flush is done, so the hold occupies every
+        SM before the candidate can launch anything on any stream."""
+        if self.hold is not None:
+            while not flushed.query():
+                pass
+
+    def _check_slack(self, flushed: torch.cuda.Event, start: torch.cuda.Event) -> None:
+        """The slack must really have run: a candidate that disarmed it (patched the launch,
+        shortened the kernel) would reopen the window. Counted, reported as integrity."""
+        if self.slack_us and flushed.elapsed_time(start) * 1000.0 < 0.5 * self.slack_us:
+            self.slack_short += 1
+
+    def _slack_diffs(self) -> list[tuple[str, str]]:
+        if not self.slack_short:
+            return []
+        n, self.slack_short = self.slack_short, 0
+        return [
+            (
+                "timer",
+                f"the launch slack before {n} timed call(s) ran shorter than half its "
+                f"{self.slack_us:.0f} us: the GPU-side guard before the start event was disarmed",
+            )
+        ]
+
+    def _slack_only(self) -> float:
+        """The sleep's duration on the GPU (the median of 5)."""
         times = []
         for _ in range(5):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
-            self.flush.fill_(1.0)
-            if _gpu_sleep is not None:
-                _gpu_sleep(LAUNCH_SLACK_CYCLES)
+            _gpu_sleep(LAUNCH_SLACK_CYCLES)
             e.record()
             torch.cuda.synchronize(self.device)
             times.append(s.elapsed_time(e) * 1000.0)
+        return sorted(times)[2]
+
+    def _flush_cost(self) -> float:
+        """What the host clock of a timed call sees beyond the timed stream: the slack, and with
+        the sleep also the flush (the host does not wait for it)."""
+        times = []
+        for _ in range(5):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            flushed = self._before_timed(1.0)
+            e.record()
+            torch.cuda.synchronize(self.device)
+            ref = flushed if self.hold is not None else s
+            times.append(ref.elapsed_time(e) * 1000.0)
         return sorted(times)[2]
 
     def _graph_times(self, pool: list[list[torch.Tensor]], rng: random.Random) -> dict[str, Any]:
@@ -512,9 +578,10 @@ class Arena:
             for _ in range(200):
                 for dst, src in zip(static, self._fresh(pool, rng)[0]):
                     dst.copy_(src)
-                self._before_timed(2.0)
+                flushed = self._before_timed(2.0)
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 a.record()
+                self._armed(flushed)
                 g.replay()
                 b.record()
                 torch.cuda.synchronize(self.device)
@@ -644,16 +711,18 @@ class Arena:
                 raise CallFailed(*_classify(exc)) from None
             return (_perf_ns() - h0) / 1000.0
         torch.cuda.synchronize(self.device)
-        self._before_timed(float(len(inp)))
+        flushed = self._before_timed(float(len(inp)))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
+        self._armed(flushed)
         try:
             fn(*inp)
         except BaseException as exc:  # noqa: BLE001
             raise CallFailed(*_classify(exc)) from None
         end.record()
         torch.cuda.synchronize(self.device)
+        self._check_slack(flushed, start)
         return start.elapsed_time(end) * 1000.0
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -689,7 +758,8 @@ class Arena:
             rules = [should_stop(a, wall, pol), should_stop(b, wall, pol)]
             hard = [r for r in rules if r and r != "converged"]
             stop = hard[0] if hard else ("converged" if all(rules) else "")
-        return {"ok": True, "a": a, "b": b, "stop": stop, "integrity": self._diff()}
+        integrity = self._diff() + self._slack_diffs()
+        return {"ok": True, "a": a, "b": b, "stop": stop, "integrity": integrity}
 
     # --- loop -----------------------------------------------------------------------------------
     def serve(self) -> None:
