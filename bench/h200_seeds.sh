@@ -9,7 +9,7 @@
 #   cockpit merge blocked_wy-*-of-4.json --out blocked_wy.json        # afterwards, anywhere
 #   DRY=1 GPU0=… GPU1=… bash bench/h200_seeds.sh                      # print the plan
 #
-# TASK (default qr), PRE (a command run first on GPU 0, e.g. a timing experiment), LIMIT (seconds
+# TASK (default qr), PRE (a shell line run first on GPU 0, e.g. a timing experiment), LIMIT (seconds
 # per GPU, all steps together, default 580), DEVICE (cuda) and MODE (--final; the CPU test runs
 # DEVICE=cpu MODE=--quick). Everything comes back as $OUT/h200-seeds.tgz.
 set -u
@@ -44,8 +44,7 @@ parts() {  # parts GPU "SEED:K/N SEED:K/N ..."
 }
 (
   if [ -n "${PRE:-}" ]; then
-    # shellcheck disable=SC2086
-    step 0 pre $PRE
+    step 0 pre bash -c "$PRE"  # a shell line: chain steps with &&
   fi
   parts 0 "${GPU0:-}"
 ) &
