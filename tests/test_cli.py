@@ -41,6 +41,8 @@ def test_eval_of_a_passing_seed_prints_one_json_object_and_exits_0():
     assert d["geomean_us"] > 0
     hidden = [s for s in d["shapes"] if s["hidden"]]
     assert hidden and all(s["ok"] and s["timing"]["median_us"] > 0 for s in hidden)
+    # host time inside the call (on the CPU: the whole call) is reported per shape
+    assert all(s["timing"]["submit_median_us"] > 0 for s in hidden)
     for s in d["shapes"]:
         assert {"shape", "hidden", "ok", "floor_us"} <= set(s)
     assert d["protections"]["network"] in ("netns", "userns+netns")

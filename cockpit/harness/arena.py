@@ -149,6 +149,7 @@ class Arena:
         self.hold = None  # harness.hold.Hold, or None: the sleep is the slack
         self.slack_us = 0.0  # what the slack takes on the GPU (checked on every timed call)
         self.slack_short = 0  # timed calls whose slack was cut short
+        self.last_submit_us = 0.0  # host time of the last timed call until it returned
 
     # --- set-up ---------------------------------------------------------------------------------
     def setup(self) -> dict[str, Any]:
@@ -406,6 +407,7 @@ class Arena:
                 break
         flush_us = self._flush_cost() if self.cuda else 0.0
         samples, host, checked, integrity_notes = [], [], [], []
+        submit: list[float] = []  # host time inside the call, until it returned
         wall0 = _now_us()
         policy = Policy(**pol)
         stop, i, audits = "", 0, 0
@@ -419,6 +421,7 @@ class Arena:
             ev, hs, outs = self._timed_call(inp)
             samples.append(ev)
             host.append(hs)
+            submit.append(self.last_submit_us)
             want = i in msg["check_first"] or crng.random() < msg["check_prob"]
             if want and len(checked) < msg["check_max"]:
                 checked.append(
@@ -450,6 +453,7 @@ class Arena:
             "ok": True,
             "samples": samples,
             "host": host,
+            "submit": submit,
             "checked": checked,
             "stop": stop,
             "flush_us": flush_us,
@@ -471,6 +475,7 @@ class Arena:
             h1 = _perf_ns()
             outs = self._outputs(out)
             us = (h1 - h0) / 1000.0
+            self.last_submit_us = us
             return us, us, outs
         torch.cuda.synchronize(self.device)
         flushed = self._before_timed(float(len(inp)))
@@ -483,6 +488,7 @@ class Arena:
             out = self.kernel(*inp)
         except BaseException as exc:  # noqa: BLE001
             raise CallFailed(*_classify(exc)) from None
+        self.last_submit_us = (_perf_ns() - h0) / 1000.0
         end.record()
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()

@@ -69,6 +69,11 @@ class Options:
     shard: tuple[int, int] | None = None
 
 
+# Calls this short on the GPU are launch-latency territory for every candidate (a single Triton
+# launch costs ~20 us of Python): no host-bound flag below it.
+HOST_BOUND_MIN_US = 20.0
+
+
 class _Stop(Exception):
     """End the evaluation early; the verdict is already in the result."""
 
@@ -606,7 +611,7 @@ class _Evaluation:
                 raise _Stop
         del pool
         samples, host = reply["samples"], reply["host"]
-        stats = summarize(samples, host, reply.get("stop", ""))
+        stats = summarize(samples, host, reply.get("stop", ""), reply.get("submit"))
         g = reply.get("graph")
         if g and g.get("ok"):
             stats.graph_median_us = statistics.median(g["samples"])
@@ -623,6 +628,13 @@ class _Evaluation:
                     shape=label,
                 )
                 raise _Stop
+            sub = stats.submit_median_us
+            if sub is not None and stats.median_us >= HOST_BOUND_MIN_US and sub > stats.median_us:
+                self.res.flags.append(
+                    f"host-bound: {label}: {sub:.0f} us on the host to launch one call against "
+                    f"{stats.median_us:.0f} us on the GPU; back to back, calls would run at the "
+                    "host's pace"
+                )
 
     def _rebuild(self, pool: list[tuple], recipe: Any) -> tuple[torch.Tensor, ...]:
         """The exact input of a checked timed call, from the judge's own copy of the pool: the

@@ -80,6 +80,9 @@ class TimingStats:
     total_ms: float
     host_median_us: float = 0.0
     graph_median_us: float | None = None  # CUDA-graph replay time, labelled separately
+    # host time inside the call until it returned (launching): above the GPU time, calls back to
+    # back would run at the host's pace (a review flag; the slack keeps it out of the timing)
+    submit_median_us: float | None = None
     stop: str = ""  # which stopping rule ended the loop
 
 

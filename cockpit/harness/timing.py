@@ -85,7 +85,10 @@ def percentile(sorted_samples: list[float], q: float) -> float:
 
 
 def summarize(
-    samples_us: list[float], host_us: list[float] | None = None, stop: str = ""
+    samples_us: list[float],
+    host_us: list[float] | None = None,
+    stop: str = "",
+    submit_us: list[float] | None = None,
 ) -> TimingStats:
     s = sorted(samples_us)
     mean = statistics.fmean(s)
@@ -100,6 +103,7 @@ def summarize(
         max_us=s[-1],
         total_ms=sum(s) / 1000.0,
         host_median_us=statistics.median(host_us) if host_us else 0.0,
+        submit_median_us=statistics.median(submit_us) if submit_us else None,
         stop=stop,
     )
 
