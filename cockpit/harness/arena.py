@@ -42,6 +42,9 @@ _GUARD_BYTES = 64 * 1024
 LAUNCH_SLACK_US = 200.0
 LAUNCH_SLACK_CYCLES = 400_000  # the sleep's ~200 us at the H200's 1980 MHz
 _gpu_sleep = getattr(torch._C, "_cuda_sleep", None)
+# ... and the event query the arena waits on, for the same reason (a candidate that patched
+# torch.cuda.Event.query to answer True at once would be called during the flush again)
+_event_query = getattr(getattr(torch._C, "_CudaEventBase", None), "query", None)
 
 
 def _now_us() -> float:
@@ -520,7 +523,8 @@ class Arena:
         """With the hold: wait (on the host) until the flush is done, so the hold occupies every
         SM before the candidate can launch anything on any stream."""
         if self.hold is not None:
-            while not flushed.query():
+            query = _event_query or torch.cuda.Event.query
+            while not query(flushed):
                 pass
 
     def _check_slack(self, flushed: torch.cuda.Event, start: torch.cuda.Event) -> None:

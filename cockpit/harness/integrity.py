@@ -43,6 +43,7 @@ def _cuda_targets() -> list[tuple[Any, str]]:
         (torch.cuda.Event, "record"),
         (torch.cuda.Event, "elapsed_time"),
         (torch.cuda.Event, "synchronize"),
+        (torch.cuda.Event, "query"),  # the arena waits on it before a timed call
         (torch.cuda, "current_stream"),
         (torch.cuda, "graph"),
         (torch.cuda, "CUDAGraph"),
