@@ -152,7 +152,6 @@ class Arena:
         self.hold = None  # harness.hold.Hold, or None: the sleep is the slack
         self.slack_us = 0.0  # what the slack takes on the GPU (checked on every timed call)
         self.slack_short = 0  # timed calls whose slack was cut short
-        self.last_submit_us = 0.0  # host time of the last timed call until it returned
 
     # --- set-up ---------------------------------------------------------------------------------
     def setup(self) -> dict[str, Any]:
@@ -421,10 +420,10 @@ class Arena:
                 ops.update(self._recorded_call(self._fresh(pool, rng)[0])[1])
                 audits += 1
             inp, recipe = self._fresh(pool, rng)
-            ev, hs, outs = self._timed_call(inp)
+            ev, hs, sub, outs = self._timed_call(inp)
             samples.append(ev)
             host.append(hs)
-            submit.append(self.last_submit_us)
+            submit.append(sub)
             want = i in msg["check_first"] or crng.random() < msg["check_prob"]
             if want and len(checked) < msg["check_max"]:
                 checked.append(
@@ -468,18 +467,28 @@ class Arena:
             out["graph"] = self._graph_times(pool, rng)
         return out
 
-    def _timed_call(self, inp: list[torch.Tensor]) -> tuple[float, float, list[torch.Tensor]]:
+    def _timed_call(
+        self, inp: list[torch.Tensor]
+    ) -> tuple[float, float, float, list[torch.Tensor]]:
+        """(timed us, host us, submit us, outputs) of one call of the candidate."""
         if not self.cuda:
-            h0 = _perf_ns()
-            try:
-                out = self.kernel(*inp)
-            except BaseException as exc:  # noqa: BLE001
-                raise CallFailed(*_classify(exc)) from None
-            h1 = _perf_ns()
-            outs = self._outputs(out)
-            us = (h1 - h0) / 1000.0
-            self.last_submit_us = us
-            return us, us, outs
+            us, out = self._cpu_timed(self.kernel, inp)
+            return us, us, us, self._outputs(out)
+        ev, hs, sub, out = self._gpu_timed(self.kernel, inp)
+        return ev, hs, sub, self._outputs(out)
+
+    def _cpu_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, Any]:
+        h0 = _perf_ns()
+        try:
+            out = fn(*inp)
+        except BaseException as exc:  # noqa: BLE001
+            raise CallFailed(*_classify(exc)) from None
+        return (_perf_ns() - h0) / 1000.0, out
+
+    def _gpu_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, float, float, Any]:
+        """One timed call of `fn` on the GPU: (event us, host us, submit us, what it returned).
+        The host clock runs from the moment the candidate may launch to the device-wide
+        synchronize after its end event; submit is the host time until the call returned."""
         torch.cuda.synchronize(self.device)
         flushed = self._before_timed(float(len(inp)))
         start = torch.cuda.Event(enable_timing=True)
@@ -488,16 +497,20 @@ class Arena:
         self._armed(flushed)
         h0 = _perf_ns()
         try:
-            out = self.kernel(*inp)
+            out = fn(*inp)
         except BaseException as exc:  # noqa: BLE001
             raise CallFailed(*_classify(exc)) from None
-        self.last_submit_us = (_perf_ns() - h0) / 1000.0
+        h_ret = _perf_ns()
         end.record()
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()
-        outs = self._outputs(out)
         self._check_slack(flushed, start)
-        return start.elapsed_time(end) * 1000.0, (h1 - h0) / 1000.0, outs
+        return (
+            start.elapsed_time(end) * 1000.0,
+            (h1 - h0) / 1000.0,
+            (h_ret - h0) / 1000.0,
+            out,
+        )
 
     def _before_timed(self, fill: float) -> torch.cuda.Event:
         """What the GPU does between the synchronize and a timed call's start event: drop any
@@ -714,26 +727,8 @@ class Arena:
     def _timed_with(self, fn: Any, inp: list[torch.Tensor]) -> float:
         """One timed call of `fn` (A's or B's kernel), as `_timed_call` times A."""
         if not self.cuda:
-            h0 = _perf_ns()
-            try:
-                fn(*inp)
-            except BaseException as exc:  # noqa: BLE001
-                raise CallFailed(*_classify(exc)) from None
-            return (_perf_ns() - h0) / 1000.0
-        torch.cuda.synchronize(self.device)
-        flushed = self._before_timed(float(len(inp)))
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        self._armed(flushed)
-        try:
-            fn(*inp)
-        except BaseException as exc:  # noqa: BLE001
-            raise CallFailed(*_classify(exc)) from None
-        end.record()
-        torch.cuda.synchronize(self.device)
-        self._check_slack(flushed, start)
-        return start.elapsed_time(end) * 1000.0
+            return self._cpu_timed(fn, inp)[0]
+        return self._gpu_timed(fn, inp)[0]
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Interleaved timing of A and B in this one process: each round times both on the same
