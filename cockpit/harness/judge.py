@@ -174,7 +174,8 @@ class _Evaluation:
                 self._verify_all(ref)
                 if res.ok:
                     self._time_all(ref)
-                if res.ok and self.opts.profile and (self.opts.shard or (1,))[0] == 1:
+                first_part = self.opts.shard is None or self.opts.shard[0] == 1
+                if res.ok and self.opts.profile and first_part:  # one profile per evaluation
                     self._profile(ref)
         except _Stop:
             pass
@@ -349,17 +350,18 @@ class _Evaluation:
 
     # --- verify ---------------------------------------------------------------------------------
     def _shapes(self, name: str) -> list[Shape]:
-        shapes = self.task.shape_set(self.device, name)
+        """The shapes of a set this evaluation covers: all of them, or with `shard` (k, n) the
+        public ones and every n-th of the hidden-then-benchmark list from the k-th on, so each
+        part gets its share of the slow and the verify-only shapes."""
+        shapes = self._all(name)
         if self.opts.shard is None or name == "public":
             return shapes
         k, n = self.opts.shard
-        dealt = [(s.describe(), s.set) for s in self._all("hidden") + self._all("benchmark")]
-        mine = {key for i, key in enumerate(dealt) if i % n == k - 1}
-        return [s for s in shapes if (s.describe(), s.set) in mine]
+        offset = len(self._all("hidden")) if name == "benchmark" else 0
+        return [s for i, s in enumerate(shapes) if (offset + i) % n == k - 1]
 
     def _all(self, name: str) -> list[Shape]:
-        """Every shape of a set, whatever the shard: hidden then benchmark shapes are dealt to
-        the shards in turn, so each gets its share of the slow and the verify-only ones."""
+        """Every shape of a set, whatever the shard."""
         return self.task.shape_set(self.device, name)
 
     def _verify_all(self, ref: Any) -> None:
