@@ -232,6 +232,22 @@ def test_one_wrong_matrix_fails_the_batch_and_is_named():
     assert metrics["message"].startswith("matrix 3 of 8: residual")
 
 
+@pytest.mark.parametrize("where", ["R", "reflector", "tau"])
+def test_the_blocked_q_path_passes_geqrf_and_fails_one_corrupted_matrix(where):
+    """n = 80 > LOOP_Q_MAX_N: the check forms Q with `_form_q_blocked` (two full blocks and a
+    partial one); geqrf's own output passes, one corrupted matrix fails and is named."""
+    a, h, tau = _geqrf("mixed", batch=4, n=80)
+    assert ref.check((a,), (h, tau))[0]
+    if where == "R":
+        h[2, 3, 70] += 0.05
+    elif where == "reflector":
+        h[2, 70, 40] += 0.05  # in the third block
+    else:
+        tau[2, 33] *= 1.01
+    ok, metrics = ref.check((a,), (h, tau))
+    assert not ok and metrics["worst_matrix"] == 2 and metrics["failing_matrices"] == 1
+
+
 def test_a_corrupted_reflector_below_the_diagonal_fails():
     a, h, tau = _geqrf()
     h[5, 10, 2] += 0.05
@@ -432,6 +448,21 @@ def test_small_n_q_matches_householder_product(n):
     tau = tau.double() * torch.linspace(0.5, 1.5, n, dtype=torch.float64)  # not only true taus
     q = ref._form_q(h.double(), tau)
     torch.testing.assert_close(q, torch.linalg.householder_product(h.double(), tau))
+
+
+@pytest.mark.parametrize("family", ["mixed", "rankdef", "upper"])
+@pytest.mark.parametrize("n", [33, 65, 100, 128, 257])
+def test_blocked_q_matches_householder_product(n, family):
+    """The checker's Q above LOOP_Q_MAX_N: blocks of Q_BLOCK reflectors as compact-WY updates,
+    a partial last block, taus that are not geqrf's and exact zeros (identity reflectors; rankdef
+    and upper produce them too) must give householder_product's Q to float64 rounding."""
+    a, h, tau = _geqrf(family, batch=3, n=n)
+    tau = tau.double() * torch.linspace(0.5, 1.5, n, dtype=torch.float64)
+    tau[:, ::7] = 0
+    q = ref._form_q_blocked(h.double(), tau)
+    torch.testing.assert_close(
+        q, torch.linalg.householder_product(h.double(), tau), rtol=0, atol=1e-12
+    )
 
 
 def test_task_allows_geqrf_column_major_h_and_check_reads_any_layout():

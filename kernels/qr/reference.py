@@ -224,6 +224,11 @@ CHUNK_ELEMENTS = 2**25  # float64 elements per chunk of matrices: ~256 MiB per t
 # householder_product makes one library call per matrix on CUDA (~70 us each on an H200: 4.8 s
 # for 65536 matrices of n = 1), so up to this n, Q is formed by n batched reflector updates.
 LOOP_Q_MAX_N = 64
+# Above it, Q is formed in blocks of this many reflectors (compact WY, batched float64 matmuls:
+# a few calls per block for the whole batch). With householder_product's call per matrix, a
+# 10 ms candidate spent ~4.6 s verifying each 640 x 512 shape and ~60 s on the 8200 x 512 x 512
+# batch on the H200 (session 4), most of it presumably these checks: unmeasured since.
+Q_BLOCK = 32
 
 
 def _bounds(n: int, strict: bool) -> tuple[float, float]:
@@ -268,14 +273,36 @@ def _form_q(h: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
     return q
 
 
+def _form_q_blocked(h: torch.Tensor, tau: torch.Tensor, nb: int = Q_BLOCK) -> torch.Tensor:
+    """The same product, Q = B_1 B_2 ... B_K with B_b = H_j0 ... H_(j1-1) = I - V T V^T for each
+    block of nb reflectors (T upper triangular by LAPACK's forward recurrence: T[i, i] = tau_i,
+    T[:i, i] = -tau_i T[:i, :i] V[:, :i]^T v_i), applied right to left: Q <- B_b Q. Before block
+    b is applied, Q is the identity outside rows and columns >= j1 and B_b touches rows >= j0
+    only, so only Q[j0:, j0:] changes."""
+    batch, n, _ = h.shape
+    eye = torch.eye(n, dtype=h.dtype, device=h.device)
+    v = h.tril(-1) + eye
+    q = eye.expand(batch, n, n).clone()
+    for j0 in reversed(range(0, n, nb)):
+        j1 = min(j0 + nb, n)
+        vb = v[:, j0:, j0:j1]
+        tb = tau[:, j0:j1]
+        gram = vb.mT @ vb
+        t = torch.zeros(batch, j1 - j0, j1 - j0, dtype=h.dtype, device=h.device)
+        for i in range(j1 - j0):
+            if i:
+                t[:, :i, i] = -tb[:, i, None] * (t[:, :i, :i] @ gram[:, :i, i, None])[..., 0]
+            t[:, i, i] = tb[:, i]
+        qs = q[:, j0:, j0:]
+        qs -= vb @ (t @ (vb.mT @ qs))
+    return q
+
+
 def _chunk_stats(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> dict[str, torch.Tensor]:
     """Per-matrix float64 measurements of one chunk; every value a (chunk,) tensor."""
     a, h, tau = a.double(), h.double(), tau.double()
     n = a.shape[-1]
-    if n <= LOOP_Q_MAX_N:
-        q = _form_q(h, tau)
-    else:
-        q = torch.linalg.householder_product(h, tau)
+    q = _form_q(h, tau) if n <= LOOP_Q_MAX_N else _form_q_blocked(h, tau)
     r = h.triu()
     qta = q.mT @ a
     qtq = q.mT @ q
@@ -304,7 +331,8 @@ def _chunk_stats(a: torch.Tensor, h: torch.Tensor, tau: torch.Tensor) -> dict[st
 def check(inputs: Sequence[torch.Tensor], outputs: Any, strict: bool = False) -> tuple[bool, dict]:
     """Judge `(H, tau)` for `inputs = (A,)` matrix by matrix, in float64 on A's device.
 
-    With Q = householder_product(H, tau) (formed by `_form_q` for n <= LOOP_Q_MAX_N) and
+    With Q = householder_product(H, tau) (formed by `_form_q` for n <= LOOP_Q_MAX_N, by
+    `_form_q_blocked` above) and
     R = triu(H), every matrix must satisfy
       residual       ||R - Q^T A||_1 <= 20 * n * eps32 * ||A||_1
       orthogonality  ||Q^T Q - I||_1 <= 100 * n * eps32
