@@ -54,6 +54,13 @@ PATHS = {
     # the same update as one strip kernel per column strip (W stays in the program)
     "fused-strip-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
+    # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
+    # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
+    "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
+    "fused-two-level-strip": (
+        "fused",
+        {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24, **DOT, "FUSE_UPDATE": True},
+    ),
 }
 SIZES = [1, 2, 3, 17, 33, 48, 70]
 STREAMED_SIZES = [2, 3, 17]  # n = 17: 3 panels of 2 row chunks; the interpreter is slow here

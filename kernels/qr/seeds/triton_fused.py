@@ -82,11 +82,16 @@ TUNABLES = {
     "FUSED_MAX_N": [32, 64, 128],
     "FUSED_ELEMS_PER_THREAD": [8, 16, 32],
     "NB": [16, 32, 64],
+    "NB_OUTER": [0, 64, 128],
     "REG_ELEMS": [4096, 8192, 16384],
 }
 FUSED_MAX_N = 64  # matrices (and trailing squares) up to this size: one fused launch
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
 NB = 32  # panel width of the blocked path
+NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide panels that update
+# only their own block column, then update the trailing matrix once with all NB_OUTER reflectors
+# (compact WY, T merged from the panels' T's). At 640 x 512 the NB = 32 trailing updates are
+# memory-bound (~3-4 of 9 ms, session 4's profile); 128 would cut their traffic ~4x. Unmeasured.
 REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many elements
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
@@ -531,26 +536,29 @@ def _factor_panel(h, tau, v, t, k, kb):
         )  # fmt: skip
 
 
-def _apply_panel(h, v, t, k, kb):
-    """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, k+kb:]: three fp32 bmm."""
+def _apply_panel(h, v, t, k, kb, end=None):
+    """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, k+kb:end] (end: n, or the
+    end of a two-level block): three fp32 bmm."""
     batch, n, _ = h.shape
     m = n - k
+    end = n if end is None else end
     vv = v[:, : m * kb].view(batch, m, kb)
     tt = t[:, : kb * kb].view(batch, kb, kb)
-    c = h[:, k:, k + kb :]
+    c = h[:, k:, k + kb : end]
     if USE_TF32X3 and h.is_cuda or FORCE_TRITON_UPDATE:
-        _apply_panel_triton(h, v, t, k, kb)
+        _apply_panel_triton(h, v, t, k, kb, end - k - kb)
         return
     w = torch.bmm(tt.mT, torch.bmm(vv.mT, c))
     c.baddbmm_(vv, w, alpha=-1.0)
 
 
-def _apply_panel_triton(h, v, t, k, kb):
+def _apply_panel_triton(h, v, t, k, kb, nc):
     """The same update as two Triton kernels on tensor cores (tl.dot, input_precision
     DOT_PRECISION: "tf32x3" splits each float32 operand into a TF32 high and low part and sums
-    three TF32 products, ~float32 accuracy): W = T^T (V^T C), then C -= V W."""
+    three TF32 products, ~float32 accuracy): W = T^T (V^T C), then C -= V W, on the nc columns
+    after the panel."""
     batch, n, _ = h.shape
-    m, nc = n - k, n - k - kb
+    m = n - k
     nbp = max(16, triton.next_power_of_2(kb))
     prec = DOT_PRECISION if h.is_cuda else "ieee"
     bn = DOT_BN
@@ -646,8 +654,12 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
     nb = max(1, min(NB, n))
     v = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
     t = torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device)
+    outer = NB_OUTER if nb < NB_OUTER else 0
     k = 0
     while n - k > FUSED_MAX_N:
+        if outer:
+            k = _factor_block(h, tau, v, t, k, min(outer, n - k), nb)
+            continue
         kb = min(nb, n - k)
         _factor_panel(h, tau, v, t, k, kb)
         if k + kb < n:
@@ -656,6 +668,37 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
     if k < n:
         _fused(h, h, tau, k, n - k)
     return h, tau
+
+
+def _factor_block(h, tau, v, t, k0, width, nb):
+    """Two-level step (NB_OUTER): factor the block column h[:, k0:, k0:k0+width] as nb-wide
+    panels, each applied only to the rest of the block column, then apply all `width` reflectors
+    to the trailing columns at once: V is the unit lower trapezoid of the factored block (the
+    reflectors sit below its diagonal), T = [[T1, -T1 V1^T V2 T2], [0, T2]] merged panel by panel
+    from the panels' own T's. Returns the next column."""
+    batch, n, _ = h.shape
+    end = k0 + width
+    ts = []
+    for k in range(k0, end, nb):
+        kb = min(nb, end - k)
+        _factor_panel(h, tau, v, t, k, kb)
+        if k + kb < end:
+            _apply_panel(h, v, t, k, kb, end)
+        ts.append(t[:, : kb * kb].view(batch, kb, kb).clone())
+    if end < n:
+        vo = torch.tril(h[:, k0:, k0:end], -1)
+        vo.diagonal(dim1=1, dim2=2).fill_(1.0)
+        g = vo.mT @ vo
+        to = torch.zeros(batch, width, width, dtype=h.dtype, device=h.device)
+        o = 0
+        for ti in ts:
+            w = ti.shape[-1]
+            to[:, o : o + w, o : o + w] = ti
+            if o:
+                to[:, :o, o : o + w] = -(to[:, :o, :o] @ (g[:, :o, o : o + w] @ ti))
+            o += w
+        _apply_panel(h, vo.reshape(batch, -1), to.reshape(batch, -1), k0, width)
+    return end
 
 
 # CUDA graphs: a factorization is a fixed sequence of launches for a given (batch, n), so the
@@ -669,7 +712,8 @@ _GRAPHS: OrderedDict = OrderedDict()  # (shape, device) -> (graph, static input,
 def _graph_bytes(batch: int, n: int) -> int:
     """Memory a graph keeps (bounded): static input (= H), H, tau, V and update scratch."""
     nb = max(1, min(NB, n))
-    return 4 * batch * n * (2 * n + 2 * nb + 1)
+    outer = NB_OUTER if nb < NB_OUTER else 0  # the two-level step's V (and smaller T, G)
+    return 4 * batch * n * (2 * n + 2 * nb + 1 + 2 * outer)
 
 
 def _capture(static: torch.Tensor):
