@@ -15,3 +15,54 @@ def load_module(path: Path, name: str | None = None) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_variant(seeds_dir: Path, spec: str) -> ModuleType:
+    """A seed as `STEM` or `STEM:KEY=VALUE,...`: the module with those module constants replaced
+    (bools and ints parsed as ints, the rest by the constant's own type), as the tuner writes a
+    variant. Raises AttributeError for a constant the seed does not have."""
+    stem, _, overrides = spec.partition(":")
+    mod = load_module(seeds_dir / f"{stem}.py", f"bench_{stem}_{abs(hash(spec))}")
+    for item in filter(None, overrides.split(",")):
+        key, _, value = item.partition("=")
+        if not hasattr(mod, key):
+            raise AttributeError(f"{stem} has no module constant {key!r}")
+        old = getattr(mod, key)
+        setattr(
+            mod, key, type(old)(int(value)) if isinstance(old, bool | int) else type(old)(value)
+        )
+    return mod
+
+
+def time_calls(fn, inputs: list, reps: int, budget_s: float, flush=None) -> list[float]:
+    """Per-call times in us of fn(*inputs[i % len(inputs)]), at least 3 and at most `reps`
+    calls, stopping after `budget_s`. On a GPU: CUDA events, each call preceded by a write of
+    `flush` (if given: evicts L2) and the harness's launch slack (the GPU sleeps so the host's
+    launch latency is not timed); on the CPU: the host clock."""
+    import time
+
+    import torch
+
+    from cockpit.harness.arena import LAUNCH_SLACK_CYCLES
+
+    times = []
+    t_end = time.monotonic() + budget_s
+    for i in range(reps):
+        args = inputs[i % len(inputs)]
+        if args[0].is_cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if flush is not None:
+                flush.fill_(float(i))
+            torch.cuda._sleep(LAUNCH_SLACK_CYCLES)
+            start.record()
+            fn(*args)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn(*args)
+            times.append((time.perf_counter() - t0) * 1e6)
+        if time.monotonic() > t_end and len(times) >= 3:
+            break
+    return times

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchlib import load_module as _load  # noqa: E402
+from benchlib import load_variant, time_calls  # noqa: E402
 
-from cockpit.harness.arena import LAUNCH_SLACK_CYCLES  # noqa: E402
 from cockpit.harness.task import load_task  # noqa: E402
 
 
@@ -41,28 +41,6 @@ def load_module(path: Path):
 def sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-
-
-def time_calls(fn, inputs: list, reps: int, budget_s: float) -> list[float]:
-    times = []
-    t_end = time.monotonic() + budget_s
-    for i in range(reps):
-        a = inputs[i % len(inputs)]
-        if a.is_cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(LAUNCH_SLACK_CYCLES)  # as the harness: launch latency not timed
-            start.record()
-            fn(a)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3)  # µs
-        else:
-            t0 = time.perf_counter()
-            fn(a)
-            times.append((time.perf_counter() - t0) * 1e6)
-        if time.monotonic() > t_end and len(times) >= 3:
-            break
-    return times
 
 
 def main() -> None:
@@ -89,22 +67,10 @@ def main() -> None:
     seeds = sorted(task.seeds_dir.glob("*.py"))
     fns = {} if args.no_geqrf else {"geqrf": lambda a: torch.geqrf(a)}
     for spec_name in args.seeds or [p.stem for p in seeds]:
-        stem, _, overrides = spec_name.partition(":")
-        if stem == "torch_geqrf":
+        if spec_name.partition(":")[0] == "torch_geqrf":
             continue
         try:
-            mod = load_module(task.seeds_dir / f"{stem}.py")
-            for item in filter(None, overrides.split(",")):
-                key, _, value = item.partition("=")
-                if not hasattr(mod, key):
-                    raise AttributeError(f"{stem} has no module constant {key!r}")
-                old = getattr(mod, key)
-                setattr(
-                    mod,
-                    key,
-                    type(old)(int(value)) if isinstance(old, bool | int) else type(old)(value),
-                )
-            fns[spec_name] = mod.kernel
+            fns[spec_name] = load_variant(task.seeds_dir, spec_name).kernel
         except Exception as exc:  # a broken seed is a row, not the end of the run
             print(f"{spec_name}: cannot load: {type(exc).__name__}: {exc}", flush=True)
     out_dir = Path(args.out)
@@ -146,7 +112,7 @@ def main() -> None:
                 del h, tau
                 fn(inputs[1])
                 sync()
-                t = time_calls(fn, inputs, args.reps, args.budget_s)
+                t = time_calls(fn, [(x,) for x in inputs], args.reps, args.budget_s)
                 row["median_us"] = statistics.median(t)
                 row["min_us"] = min(t)
                 row["n_calls"] = len(t)

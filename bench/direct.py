@@ -1,0 +1,135 @@
+"""Seeds and their variants side by side on one task's shapes, directly (no arena): the fast
+development loop for any task, as qr_direct.py is for QR.
+
+    python bench/direct.py --task softmax --seeds triton_online triton_tiled \
+        triton_tiled:TILE_ELEMS=16384,NUM_WARPS=16 --out $OUT
+    python bench/direct.py --task rmsnorm --set hidden --out $OUT     # every seed, hidden shapes
+
+Each (variant, shape): one call checked with the task's own check (the judge's `run_check`),
+then timed on two alternating input sets, each call preceded by an L2 flush and the harness's
+launch slack (CUDA events; the host clock on the CPU). The first variant is the one the others
+are compared with (ratio > 1: faster). Prints a table as it goes, writes direct-TASK.json under
+--out (rows, then per variant the geomean over the shapes it passed and the geomean ratio over
+the shapes both passed). Official figures come from `cockpit eval … --final`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchlib import load_module, load_variant, time_calls  # noqa: E402
+
+from cockpit.harness import scoring  # noqa: E402
+from cockpit.harness.task import load_task  # noqa: E402
+from cockpit.harness.verify import as_tuple, run_check  # noqa: E402
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--task", required=True)
+    p.add_argument("--seeds", nargs="*", help="STEM or STEM:KEY=VALUE,... (default: every seed)")
+    p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
+    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--budget-s", type=float, default=1.0, help="timing budget per (seed, shape)")
+    p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
+    p.add_argument("--out", default="bench/results")
+    args = p.parse_args()
+
+    task = load_task(args.task)
+    ref = load_module(task.reference_path, f"direct_ref_{task.name}")
+    shapes = [s for s in task.shape_set(args.device, args.set) if s.timed]
+    names = args.seeds or [p.stem for p in task.seeds()]
+    fns = {}
+    for name in names:
+        try:
+            fns[name] = load_variant(task.seeds_dir, name).kernel
+        except Exception as exc:  # a broken variant is a line, not the end of the run
+            print(f"{name}: cannot load: {type(exc).__name__}: {exc}", flush=True)
+    cuda = args.device == "cuda"
+    ceil = scoring.ceilings(args.device)
+    flush = None
+    if cuda:
+        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+        flush = torch.empty(max(256 << 20, 2 * l2) // 4, dtype=torch.float32, device="cuda")
+    doc = {
+        "task": task.name,
+        "gpu": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "set": args.set,
+        "rows": [],
+    }
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_file = out_dir / f"direct-{task.name}.json"
+    t0 = time.monotonic()
+    print(f"{'shape':36s} {'seed':40s} {'check':>5s} {'median':>10s} {'%roof':>6s} {'ratio':>6s}")
+    for shape in shapes:
+        label = shape.describe()
+        inputs = [tuple(ref.make_inputs(dict(shape.params), s, args.device)) for s in (11, 12)]
+        floor, _ = scoring.floor_us(task, shape, ceil, args.device)
+        first = None
+        for name, fn in fns.items():
+            row = {"shape": label, "seed": name, "floor_us": floor}
+            try:
+                out = as_tuple(fn(*inputs[0]))
+                ok, metrics = run_check(task, ref, inputs[0], list(out))
+                row["check"] = "ok" if ok else "FAIL"
+                row["message"] = str(metrics.get("message", ""))[:200]
+                del out
+                t = time_calls(fn, inputs, args.reps, args.budget_s, flush)
+                row["median_us"] = statistics.median(t)
+                row["n_calls"] = len(t)
+                row["roofline_pct"] = 100.0 * floor / row["median_us"]
+            except Exception as exc:
+                row["check"] = "ERROR"
+                row["message"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if first is None:
+                first = row.get("median_us")
+            if first and row.get("median_us"):
+                row["ratio"] = first / row["median_us"]
+            doc["rows"].append(row)
+            med = row.get("median_us")
+            print(
+                f"{label[:36]:36s} {name[:40]:40s} {row['check']:>5s} "
+                f"{(f'{med:8.1f}us' if med else '-'):>10s} {row.get('roofline_pct', 0):5.1f}% "
+                f"{row.get('ratio', 0):5.2f}x  [{time.monotonic() - t0:5.1f}s]",
+                flush=True,
+            )
+            out_file.write_text(json.dumps(doc, indent=1))
+        del inputs
+    passed: dict[str, dict[str, float]] = {}
+    for r in doc["rows"]:
+        if r.get("check") == "ok" and r.get("median_us"):
+            passed.setdefault(r["seed"], {})[r["shape"]] = r["median_us"]
+    summary = {}
+    base = passed.get(next(iter(fns), ""), {})
+    for name, d in passed.items():
+        common = [k for k in d if k in base]
+        summary[name] = {
+            "shapes": len(d),
+            "geomean_us": geomean(list(d.values())),
+            "ratio_vs_first": geomean([base[k] / d[k] for k in common]) if common else None,
+        }
+    doc["summary"] = summary
+    out_file.write_text(json.dumps(doc, indent=1))
+    print(json.dumps(summary, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
