@@ -79,3 +79,17 @@ def test_the_seed_passes_the_harness(task, variant, tmp_path):
     assert r.ok, [x.line() for x in r.reasons]
     assert {s.set for s in r.shapes} == {"public", "hidden", "benchmark"}
     assert all(s.ok for s in r.shapes)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_every_declared_tunable_value_still_passes(monkeypatch, task):
+    """What the tuner may write: each TUNABLES value alone, on a tiled and a split shape."""
+    module = SEEDS[task]
+    for name, values in module.TUNABLES.items():
+        for value in values:
+            with monkeypatch.context() as m:
+                m.setattr(module, name, value)
+                m.setattr(module, "CHUNK", min(module.CHUNK, 512))  # keep the split path cheap
+                run_and_check(task, 3, 333, "bfloat16")
+                m.setattr(module, "SINGLE_MAX", 256)
+                run_and_check(task, 2, 1000, "float32")

@@ -29,27 +29,32 @@ TUNABLES = {
     "SINGLE_MAX": [4096, 8192, 16384],
     "CHUNK": [2048, 4096, 8192],
     "NUM_WARPS": [4, 8, 16],
+    "STREAMING": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
+# is touched once; unmeasured (session 4)
 EPS = 1e-6  # the task's eps (task.toml)
 
 
 @triton.jit
 def _rmsnorm_tile(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps,
-    R: tl.constexpr, BC: tl.constexpr,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr,
 ):  # fmt: skip
     r = (tl.program_id(0) * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
     mask = (r[:, None] < rows) & (c[None, :] < cols)
-    x = tl.load(x_ptr + r[:, None] * stride_x + c[None, :], mask=mask, other=0.0).to(tl.float32)
+    xp = x_ptr + r[:, None] * stride_x + c[None, :]
+    x = tl.load(xp, mask=mask, other=0.0, eviction_policy=EV).to(tl.float32)
     rstd = tl.rsqrt(tl.sum(x * x, axis=1) / cols + eps)
     w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
     y = x * rstd[:, None] * w[None, :]
-    tl.store(y_ptr + r[:, None] * stride_y + c[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    yp = y_ptr + r[:, None] * stride_y + c[None, :]
+    tl.store(yp, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=CM)
 
 
 @triton.jit
@@ -94,7 +99,8 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
         _rmsnorm_tile[(triton.cdiv(rows, r),)](
             x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS,
-            R=r, BC=bc, num_warps=_warps(r * bc),
+            R=r, BC=bc, EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
+            num_warps=_warps(r * bc),
         )  # fmt: skip
         return y
     nchunks = triton.cdiv(cols, CHUNK)

@@ -32,19 +32,30 @@ TUNABLES = {
     "SINGLE_MAX": [4096, 8192, 16384],
     "CHUNK": [2048, 4096, 8192],
     "NUM_WARPS": [4, 8, 16],
+    "STREAMING": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
+# is touched once; unmeasured (session 4)
 
 
 @triton.jit
-def _softmax_tile(x_ptr, y_ptr, rows, cols, stride_x, stride_y, R: tl.constexpr, BC: tl.constexpr):
+def _softmax_tile(
+    x_ptr, y_ptr, rows, cols, stride_x, stride_y,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr,
+):  # fmt: skip
     r = (tl.program_id(0) * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
     mask = (r[:, None] < rows) & (c[None, :] < cols)
-    x = tl.load(x_ptr + r[:, None] * stride_x + c[None, :], mask=mask, other=-float("inf"))
+    x = tl.load(
+        x_ptr + r[:, None] * stride_x + c[None, :],
+        mask=mask,
+        other=-float("inf"),
+        eviction_policy=EV,
+    )
     x = x.to(tl.float32)
     m = tl.max(x, axis=1)
     m = tl.where(m == -float("inf"), 0.0, m)  # padding rows: keep exp finite (not stored)
@@ -52,7 +63,8 @@ def _softmax_tile(x_ptr, y_ptr, rows, cols, stride_x, stride_y, R: tl.constexpr,
     den = tl.sum(e, axis=1)
     den = tl.where(den == 0.0, 1.0, den)  # padding rows again
     y = e / den[:, None]
-    tl.store(y_ptr + r[:, None] * stride_y + c[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    yp = y_ptr + r[:, None] * stride_y + c[None, :]
+    tl.store(yp, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=CM)
 
 
 @triton.jit
@@ -100,8 +112,10 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     if bc <= SINGLE_MAX:
         r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
         _softmax_tile[(triton.cdiv(rows, r),)](
-            x, y, rows, cols, x.stride(0), y.stride(0), R=r, BC=bc, num_warps=_warps(r * bc)
-        )
+            x, y, rows, cols, x.stride(0), y.stride(0), R=r, BC=bc,
+            EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
+            num_warps=_warps(r * bc),
+        )  # fmt: skip
         return y
     nchunks = triton.cdiv(cols, CHUNK)
     m = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
