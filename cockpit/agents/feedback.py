@@ -143,8 +143,13 @@ def _error_sizes(err: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+HOST_BOUND = "host-bound: "  # the judge's flag, "host-bound: SHAPE: ..."
+
+
 def _shape_lines(r: dict[str, Any], names: dict[str, str]) -> list[str]:
     out = []
+    host_bound = {f[len(HOST_BOUND):].split(": ", 1)[0] for f in r.get("flags") or []
+                  if isinstance(f, str) and f.startswith(HOST_BOUND)}
     public = [s for s in r.get("shapes") or [] if s.get("set") == "public"]
     if public:
         ok = sum(1 for s in public if s.get("ok"))
@@ -164,6 +169,8 @@ def _shape_lines(r: dict[str, Any], names: dict[str, str]) -> list[str]:
                 state += f", {s['roofline_pct']:.0f}% of roofline"
             if s.get("bound"):
                 state += f" ({s['bound']}-bound)"
+            if str(s.get("shape")) in host_bound:
+                state += "; host-bound: launching one call takes longer on the host than it runs"
         else:
             state = "✓ verified, not timed"
         out.append(f"  {label}: {state}")

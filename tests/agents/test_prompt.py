@@ -85,6 +85,24 @@ def test_feedback_is_compact_and_hides_hidden_shape_parameters(request_for):
     assert "1 graph breaks: data-dependent branch" in text
 
 
+def test_host_bound_shapes_are_named_without_revealing_hidden_ones():
+    r = result_with_failures()
+    r["flags"] = [
+        "host-bound: rows=8192 cols=8192 bfloat16: 900 us on the host to launch one call against "
+        "640 us on the GPU; back to back, calls would run at the host's pace",
+        "host-bound: rows=1 cols=1 float32: 30 us on the host ...",
+        "review: something else",
+    ]
+    text = render_feedback(r)
+    assert (
+        "benchmark: rows=8192 cols=8192 bfloat16: ✓ 640 us, 55% of roofline (memory-bound); "
+        "host-bound" in text
+    )
+    assert "hidden #1: ✓ 4.2 us; host-bound" in text
+    assert "rows=1 cols=1" not in text and "900 us" not in text
+    assert "host-bound" not in render_feedback(result_with_failures())
+
+
 def test_integrity_verdicts_are_named_generically():
     text = render_feedback(result_with_failures())
     assert "integrity:" in text and "hidden_work:" in text
