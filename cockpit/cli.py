@@ -119,6 +119,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cand = Path(args.candidate)
     if not cand.is_file():
         raise UsageError(f"{cand}: no such candidate file")
+    if args.parts is not None:
+        return _eval_parts(args, cand)
     opts = Options(
         device=_device(args.device),
         mode=_mode(args),
@@ -136,6 +138,87 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         print_result(d, Console())
     return 0 if result.ok else 1
+
+
+def _part_devices(device: str, n: int) -> list[str | None]:
+    """CUDA_VISIBLE_DEVICES for each of n parts: one GPU each (parts sharing a GPU would disturb
+    each other's timing); None on the CPU (the parts' times are then only correctness runs)."""
+    if not device.startswith("cuda"):
+        return [None] * n
+    import torch
+
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [x.strip() for x in env.split(",") if x.strip()] if env else []
+    ids = ids or [str(i) for i in range(torch.cuda.device_count())]
+    if n > len(ids):
+        raise UsageError(
+            f"--parts {n}: only {len(ids)} GPU(s) visible; parts sharing a GPU would disturb "
+            "each other's timing"
+        )
+    return ids[:n]
+
+
+def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
+    """`eval --parts N`: the N shards as N processes side by side (one GPU each), merged."""
+    import contextlib
+    import subprocess
+    import time
+
+    from rich.console import Console
+
+    from cockpit.harness.shards import MergeError, merge
+    from cockpit.render import print_result
+
+    n = args.parts
+    if n < 1:
+        raise UsageError(f"--parts {n}: expected a positive number of parts")
+    if args.shard:
+        raise UsageError("--parts and --shard exclude each other (--parts runs every shard)")
+    device = _device(args.device)
+    base = [sys.executable, "-m", "cockpit.cli", "eval", args.task, str(cand)]
+    base += ["--device", device, "--json"] + (
+        [f"--{_mode(args)}"] if _mode(args) != "iterate" else []
+    )
+    base += (["--strict"] if args.strict else []) + (["--no-profile"] if args.no_profile else [])
+    procs = []
+    for k, gpu in enumerate(_part_devices(device, n), start=1):
+        env = dict(os.environ)
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        cmd = [*base, "--shard", f"{k}/{n}"]
+        procs.append(
+            subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
+        )
+    t0 = time.monotonic()
+    console = Console(stderr=True)
+    show = not args.json and sys.stderr.isatty()
+    outs: list[tuple[str, str, int]] = [("", "", 0)] * n
+    with console.status(f"{n} parts running", spinner="dots") if show else contextlib.nullcontext():
+        for i, p in enumerate(procs):
+            out, err = p.communicate()
+            outs[i] = (out, err, p.returncode)
+            if show:
+                console.log(f"part {i + 1}/{n} done in {time.monotonic() - t0:.0f} s")
+    parts = []
+    for k, (out, err, rc) in enumerate(outs, start=1):
+        last = (err.strip().splitlines() or [""])[-1]
+        if rc == 2:
+            raise UsageError(f"part {k}/{n}: {last.removeprefix('cockpit: error: ')}")
+        try:
+            parts.append((f"part {k}/{n}", json.loads(out.strip().splitlines()[-1])))
+        except (IndexError, ValueError):
+            raise UsageError(f"part {k}/{n} gave no result (exit {rc}): {last}") from None
+    try:
+        d = merge(parts)
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(d))
+    else:
+        print_result(d, Console())
+    return 0 if d["status"] == "ok" else 1
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -251,6 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K/N",
         help="only the K-th of N parts of the hidden and benchmark shapes (one per GPU); "
         "combine the N results with `cockpit merge`",
+    )
+    s.add_argument(
+        "--parts",
+        type=int,
+        metavar="N",
+        help="run the N shards side by side, one GPU each, and merge them (a long --final on a "
+        "multi-GPU host)",
     )
     s.set_defaults(func=cmd_eval)
 

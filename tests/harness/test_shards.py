@@ -161,3 +161,42 @@ def test_merge_refuses_anything_but_all_parts_of_one_evaluation(parts, tmp_path)
 def test_a_bad_shard_is_a_usage_error(bad):
     r = cockpit("eval", "softmax", str(SEED), "--device", "cpu", "--quick", "--shard", bad)
     _one_line_error(r, "--shard")
+
+
+def test_parts_runs_every_shard_side_by_side_and_merges_them(parts):
+    r = cockpit(
+        "eval", "softmax", str(SEED), "--device", "cpu", "--quick", "--json", "--parts", "2"
+    )
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    assert m["status"] == "ok" and [p["shard"] for p in m["shards"]] == ["1/2", "2/2"]
+    assert sorted(keys(m, public=True)) == sorted(keys(parts["whole"], public=True))
+    assert m["profile"].get("launches", 0) >= 1
+
+
+def test_parts_of_a_candidate_wrong_on_one_shape_exit_1(tmp_path):
+    bad = tmp_path / "wrong_hidden.py"
+    bad.write_text(
+        "import torch\n\n"
+        "def kernel(x):\n"
+        "    y = torch.softmax(x.float(), -1)\n"
+        "    if x.shape[0] * x.shape[1] == 17 * 333:\n"
+        "        y = y * 1.05\n"
+        "    return y.to(x.dtype)\n"
+    )
+    r = cockpit("eval", "softmax", str(bad), "--device", "cpu", "--quick", "--json", "--parts", "2")
+    assert r.returncode == 1, r.stderr
+    m = json.loads(r.stdout)
+    assert m["status"] == "wrong" and m["reasons"][0]["kind"] == "numerical"
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--parts", "0"], "positive number"),
+        (["--parts", "2", "--shard", "1/2"], "exclude each other"),
+    ],
+)
+def test_bad_parts_are_usage_errors(extra, words):
+    r = cockpit("eval", "softmax", str(SEED), "--device", "cpu", "--quick", *extra)
+    _one_line_error(r, words)
