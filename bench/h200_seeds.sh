@@ -9,12 +9,14 @@
 #   cockpit merge blocked_wy-*-of-4.json --out blocked_wy.json        # afterwards, anywhere
 #   DRY=1 GPU0=… GPU1=… bash bench/h200_seeds.sh                      # print the plan
 #
-# TASK (default qr), PRE (a shell line run first on GPU 0, e.g. a timing experiment), LIMIT (seconds
-# per GPU, all steps together, default 580), DEVICE (cuda) and MODE (--final; the CPU test runs
-# DEVICE=cpu MODE=--quick). Everything comes back as $OUT/h200-seeds.tgz.
+# TASK (default qr); PRE0 / PRE1: a shell line run first on GPU 0 / 1 (a sweep, a timing run; PRE
+# is PRE0; it sees $RES, the folder that is packed, for its --out); LIMIT (seconds per GPU, all
+# steps together, default 580); DEVICE (cuda) and MODE (--final; the CPU test runs DEVICE=cpu
+# MODE=--quick). Everything comes back as $OUT/h200-seeds.tgz.
 set -u
 BASE=${OUT:-bench/results}
 RES=$BASE/h200-seeds
+export RES
 mkdir -p "$RES"
 TASK=${TASK:-qr}
 DEVICE=${DEVICE:-cuda}
@@ -42,13 +44,19 @@ parts() {  # parts GPU "SEED:K/N SEED:K/N ..."
       "kernels/$TASK/seeds/$seed.py" --device "$DEVICE" "$MODE" --json --shard "$shard"
   done
 }
+PRE0=${PRE0:-${PRE:-}}
 (
-  if [ -n "${PRE:-}" ]; then
-    step 0 pre bash -c "$PRE"  # a shell line: chain steps with &&
+  if [ -n "$PRE0" ]; then
+    step 0 pre0 bash -c "$PRE0"  # a shell line: chain steps with ';' or '&&'
   fi
   parts 0 "${GPU0:-}"
 ) &
-( parts 1 "${GPU1:-}" ) &
+(
+  if [ -n "${PRE1:-}" ]; then
+    step 1 pre1 bash -c "$PRE1"
+  fi
+  parts 1 "${GPU1:-}"
+) &
 wait
 if [ -z "${DRY:-}" ]; then
   cat "$RES/steps.log"

@@ -253,9 +253,14 @@ def plan_repeat(args) -> dict:
 
 
 def plan_exploits(args) -> dict:
+    """Every GPU-only exploit of tests/gpu through the harness (quick, static scan off), and the
+    honest torch_eager seed under the same options: an exploit that "passes" must not be faster
+    than it (side_stream_early: the launch slack must not hide work)."""
     task = load_task("softmax")
     out = {"machine": machine()}
-    for f in sorted((ROOT / "tests" / "gpu").glob("*.py")):
+    honest = task.seeds_dir / "torch_eager.py"
+    files = [honest, *sorted((ROOT / "tests" / "gpu").glob("*.py"))]
+    for f in files:
         r = watched(task, f, Options(device="cuda", mode="quick", static=False, profile=False))
         out[f.stem] = summary(r)
         log(line(f"exploit {f.stem}", out[f.stem]))
