@@ -1,6 +1,8 @@
-"""Write the fastest passing variant of a seed from a qr_direct.json into a copy of the seed.
+"""Write the fastest passing variant of a seed from a qr_direct.json (or a direct-TASK.json of
+bench/direct.py) into a copy of the seed.
 
     python bench/pick_variant.py $OUT/qr_direct.json triton_fused $OUT/picked/triton_fused.py
+    python bench/pick_variant.py $OUT/direct-softmax.json triton_tiled $OUT/picked/triton_tiled.py
 
 Looks at rows whose seed is STEM or STEM:KEY=VAL,...; a variant counts only if it passed the
 check on every spec it ran and ran every spec the plain seed ran; the lowest geometric mean wins.
@@ -29,7 +31,7 @@ def pick(doc: dict, stem: str) -> tuple[str, dict[str, float]]:
         if r.get("check") != "ok" or not r.get("median_us"):
             bad.add(name)
             continue
-        per.setdefault(name, {})[r["label"]] = r["median_us"]
+        per.setdefault(name, {})[r.get("label") or r["shape"]] = r["median_us"]
     full = len(per.get(stem, {}))
     geo = {
         name: math.exp(sum(math.log(v) for v in d.values()) / len(d))
@@ -43,10 +45,11 @@ def pick(doc: dict, stem: str) -> tuple[str, dict[str, float]]:
 
 def main() -> None:
     src_json, stem, dest = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    best, geo = pick(json.loads(src_json.read_text()), stem)
+    doc = json.loads(src_json.read_text())
+    best, geo = pick(doc, stem)
     for name, g in sorted(geo.items(), key=lambda kv: kv[1]):
         print(f"{'*' if name == best else ' '} {name:50s} {g / 1e3:8.3f} ms")
-    text = (ROOT / "kernels" / "qr" / "seeds" / f"{stem}.py").read_text()
+    text = (ROOT / "kernels" / doc.get("task", "qr") / "seeds" / f"{stem}.py").read_text()
     _, _, overrides = best.partition(":")
     lines = []
     for item in filter(None, overrides.split(",")):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-LOOP_KERNEL = '''
+LOOP_KERNEL = """
 import triton
 import triton.language as tl
 
@@ -22,7 +22,7 @@ def scale_rows(X, n, steps, BLOCK: tl.constexpr):
     for i in range(0, steps):
         x = x * 0.5 + tl.sum(x, 0) / BLOCK
     tl.store(X + offs, x, mask=offs < n)
-'''
+"""
 
 
 def run_tool(*args: str) -> subprocess.CompletedProcess:
@@ -156,3 +156,13 @@ def test_direct_runs_variants_side_by_side_and_checks_each_with_the_tasks_check(
     assert all(row["check"] == "ok" and row["median_us"] > 0 for row in doc["rows"])
     assert set(doc["summary"]) == set(seeds)
     assert doc["summary"]["torch_eager"]["ratio_vs_first"] == 1.0
+    # pick_variant reads this format too, and writes the winner into a copy of the seed
+    picked = tmp_path / "picked.py"
+    r = run_tool(
+        "bench/pick_variant.py", str(tmp_path / "direct-rmsnorm.json"), "triton_tiled", str(picked)
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    seed_text = (ROOT / "kernels/rmsnorm/seeds/triton_tiled.py").read_text()
+    assert picked.read_text().startswith(seed_text)
+    won = [ln for ln in r.stdout.splitlines() if ln.startswith("*")][0]
+    assert ("NUM_WARPS=4" in won) == picked.read_text().endswith("NUM_WARPS = 4\n")
