@@ -33,6 +33,7 @@ TUNABLES = {
     "CHUNK": [2048, 4096, 8192],
     "NUM_WARPS": [4, 8, 16],
     "STREAMING": [False, True],
+    "PERSIST": [0, 2, 4, 8],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -40,14 +41,17 @@ CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
 STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
 # is touched once; unmeasured (session 4)
+PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
+# (no tail wave, one launch's worth of programs); unmeasured (session 4)
 
 
 @triton.jit
-def _softmax_tile(
-    x_ptr, y_ptr, rows, cols, stride_x, stride_y,
+def _softmax_tile_rows(
+    x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr,
 ):  # fmt: skip
-    r = (tl.program_id(0) * R + tl.arange(0, R)).to(tl.int64)
+    """Tile t: rows t*R .. t*R+R-1."""
+    r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
     mask = (r[:, None] < rows) & (c[None, :] < cols)
     x = tl.load(
@@ -65,6 +69,20 @@ def _softmax_tile(
     y = e / den[:, None]
     yp = y_ptr + r[:, None] * stride_y + c[None, :]
     tl.store(yp, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=CM)
+
+
+@triton.jit
+def _softmax_tile(
+    x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
+):  # fmt: skip
+    start, step = tl.program_id(0), 1
+    if LOOP:  # PERSIST: a fixed set of programs walks the tiles
+        step = tl.num_programs(0)
+    for t in range(start, ntiles if LOOP else start + 1, step):
+        _softmax_tile_rows(
+            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM
+        )  # fmt: skip
 
 
 @triton.jit
@@ -102,6 +120,19 @@ def _warps(elems: int) -> int:
     return max(1, min(NUM_WARPS, elems // 1024))
 
 
+_SMS: dict = {}
+
+
+def _programs(ntiles: int, device: torch.device) -> int:
+    """Programs of the tiled path: one per tile, or PERSIST per SM (1 SM in the interpreter)."""
+    if not PERSIST:
+        return ntiles
+    if device not in _SMS:
+        cuda = device.type == "cuda"
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
+    return min(ntiles, PERSIST * _SMS[device])
+
+
 def kernel(x: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     rows, cols = x.shape
@@ -111,8 +142,9 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     bc = triton.next_power_of_2(cols)
     if bc <= SINGLE_MAX:
         r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
-        _softmax_tile[(triton.cdiv(rows, r),)](
-            x, y, rows, cols, x.stride(0), y.stride(0), R=r, BC=bc,
+        ntiles = triton.cdiv(rows, r)
+        _softmax_tile[(_programs(ntiles, x.device),)](
+            x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST),
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=_warps(r * bc),
         )  # fmt: skip
