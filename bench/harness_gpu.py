@@ -93,6 +93,7 @@ TIMING_FIELDS = {
     "n": "n",
     "graph_us": "graph_median_us",
     "host_us": "host_median_us",
+    "submit_us": "submit_median_us",  # host time inside the call until it returned
     "min_us": "min_us",
     "p10_us": "p10_us",
     "p90_us": "p90_us",
