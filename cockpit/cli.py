@@ -166,9 +166,6 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
 
     from rich.console import Console
 
-    from cockpit.harness.shards import MergeError, merge
-    from cockpit.render import print_result
-
     n = args.parts
     if n < 1:
         raise UsageError(f"--parts {n}: expected a positive number of parts")
@@ -210,11 +207,23 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
             parts.append((f"part {k}/{n}", json.loads(out.strip().splitlines()[-1])))
         except (IndexError, ValueError):
             raise UsageError(f"part {k}/{n} gave no result (exit {rc}): {last}") from None
+    return _merged(parts, args.json)
+
+
+def _merged(parts: list[tuple[str, dict]], as_json: bool, out: str | None = None) -> int:
+    """Merge the parts of a sharded evaluation, write and show the verdict, its exit code."""
+    from rich.console import Console
+
+    from cockpit.harness.shards import MergeError, merge
+    from cockpit.render import print_result
+
     try:
         d = merge(parts)
     except MergeError as exc:
         raise UsageError(str(exc)) from None
-    if args.json:
+    if out:
+        Path(out).write_text(json.dumps(d))
+    if as_json:
         print(json.dumps(d))
     else:
         print_result(d, Console())
@@ -233,22 +242,13 @@ def _shard(text: str | None) -> tuple[int, int] | None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from cockpit.harness.shards import MergeError, load_part, merge
-    from cockpit.render import print_result
+    from cockpit.harness.shards import MergeError, load_part
 
     try:
-        d = merge([(p, load_part(Path(p))) for p in args.parts])
+        parts = [(p, load_part(Path(p))) for p in args.parts]
     except MergeError as exc:
         raise UsageError(str(exc)) from None
-    if args.out:
-        Path(args.out).write_text(json.dumps(d))
-    if args.json:
-        print(json.dumps(d))
-    else:
-        print_result(d, Console())
-    return 0 if d["status"] == "ok" else 1
+    return _merged(parts, args.json, args.out)
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
