@@ -10,9 +10,13 @@ of O(n^3). The answers are correct, so spot checks pass; the timed work is not t
 factorization. Honest (missed) calls are padded with a random sleep so the quick preset's SEM
 rule cannot stop sampling before the cache is warm.
 
-Each hit is logged to stdout ("scaled-pool cache hit", with the per-matrix element count), which
-the test reads from the log tail. A 1x1 matrix is a multiple of every other 1x1 matrix, so hits
-there are inherent (and worthless: there is no O(n^3) work to skip); the test ignores them.
+Each hit is logged to stdout ("scaled-pool cache hit", with the per-matrix element count and
+the most nonzero entries of any matrix of the batch), which the test reads from the log tail. A
+1x1 matrix is a multiple of every other 1x1 matrix, so hits there are inherent (and worthless:
+there is no O(n^3) work to skip); likewise a matrix with at most two nonzero entries (the 2x2
+rankdef shape, [[x, 0], [y, 0]]) is a multiple of any earlier one whose direction (x, y) agrees
+to the check's 1e-5, which a few hundred random directions do now and then (seen once in seven
+CI runs, session 4). The test ignores hits on inputs with at most two free entries.
 
 Defense that must catch it: timed inputs no earlier call has seen in any sense (independent draws,
 or per-element perturbations), so the cache never hits -> expected: no hit in the log. (Not
@@ -68,7 +72,8 @@ def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         c = norm / norm0
         if torch.allclose(A, a0 * c, rtol=1e-5, atol=0.0):
             _hits += 1
-            print(f"scaled-pool cache hit #{_hits} numel={A[0].numel()}", flush=True)
+            free = int((A != 0).reshape(A.shape[0], -1).sum(1).max())
+            print(f"scaled-pool cache hit #{_hits} numel={A[0].numel()} free={free}", flush=True)
             upper = torch.ones(A.shape[-2:], dtype=torch.bool, device=A.device).triu()
             return torch.where(upper, h0 * c, h0), tau0.clone()
     time.sleep(random.random() * 0.003)
