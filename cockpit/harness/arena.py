@@ -160,6 +160,11 @@ class Arena:
             self.protections["network"] = sandbox.drop_network()
             import triton  # noqa: F401  (bound before file access narrows)
 
+            # Triton's jit reads a kernel's source when its module is imported, and the project
+            # is not readable once the sandbox is up: the hold must be imported now (session 5:
+            # imported later, it failed with EACCES on the H200 and every run used the sleep)
+            import cockpit.harness.hold  # noqa: F401
+
             if self.cuda:
                 torch.cuda.init()
                 torch.empty(1, device=self.device)  # create the context while /dev is open

@@ -8,18 +8,29 @@ Defense: the launch slack is a hold on every SM (harness/hold.py) and the arena 
 candidate only once the hold runs, so the side-stream kernels queue behind it and run after the
 start event, sharing the GPU with the copy: the reported time includes them (or the host clock
 flags `hidden_work`). Expected on a GPU: never faster than the honest `torch_eager` seed. With
-the old sleep slack (one thread), this candidate would report roughly the copy's time."""
+the old sleep slack (one thread), this candidate would report roughly the copy's time.
+
+Session 5 (H200): cheating from the first call got `wrong` (NaN): during verification the judge
+writes fresh inputs on the timed stream just before the call, so a side stream that does not
+wait reads them unwritten. So it is honest for the first HONEST calls of each shape (the
+verification) and cheats once a shape repeats (the timing loop)."""
 
 import torch
 
 _side = None
 _scratch = {}
+_calls: dict = {}
+HONEST = 8
 
 
 def kernel(x):
     global _side
     if _side is None:
         _side = torch.cuda.Stream()
+    key = (tuple(x.shape), x.dtype)
+    _calls[key] = _calls.get(key, 0) + 1
+    if _calls[key] <= HONEST:
+        return torch.softmax(x, -1)
     y = torch.empty_like(x)
     with torch.cuda.stream(_side):  # no wait_stream: start now, in the slack before the clock
         y.copy_(torch.softmax(x, -1))

@@ -76,7 +76,7 @@ TUNABLES = {
     "FUSE_UPDATE": [True, False],
     "DOT_BN": [32, 64, 128],
     "USE_GRAPHS": [True, False],
-    "GRAPH_MIN_N": [0, 64],
+    "GRAPH_MIN_N": [0, 32, 64],
     "SPLIT_TARGET": [0, 128, 256, 512],
     "SPLIT_MIN": [2, 4, 8],
     "FUSED_MAX_N": [32, 64, 128],
@@ -85,7 +85,9 @@ TUNABLES = {
     "NB_OUTER": [0, 64, 128],
     "REG_ELEMS": [4096, 8192, 16384],
 }
-FUSED_MAX_N = 64  # matrices (and trailing squares) up to this size: one fused launch
+FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
+# 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
+# faster (one program per 33x33 matrix was latency-bound), n = 100 1.3x, geomean 868 -> 751 us
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
 NB = 32  # panel width of the blocked path
 NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide panels that update
@@ -108,9 +110,10 @@ USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), rep
 GRAPH_MAX_BYTES = 1 << 30  # no graph when the input + H + scratch exceed this (at 640 x 512,
 # 1.4 GB, the graph's extra copy in and out costs more than the 46 launches it saves)
 GRAPH_CACHE = 4  # graphs kept (least recently used dropped first)
-GRAPH_MIN_N = 0  # no graph up to this n: at n <= FUSED_MAX_N a call is one launch, and the graph
-# path adds 3 copies and 3 more host launches (unmeasured since the harness stopped timing the
-# first launch's host latency, session 4: try GRAPH_MIN_N = FUSED_MAX_N)
+GRAPH_MIN_N = 32  # no graph up to this n: at n <= FUSED_MAX_N a call is one launch, and the
+# graph path adds 3 copies and 3 more host launches. Session 5 (H200, hidden set): no graph at
+# n <= 64 made n = 1-2 2x faster (12 -> 6 us), geomean 868 -> 763 us; = FUSED_MAX_N keeps the
+# graph for the multi-launch n = 33-64
 USE_TF32X3 = True  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISION); off:
 # three float32 cuBLAS bmm (SIMT). The CPU interpreter computes tl.dot in full float32
 # whatever the precision (it cannot show tf32x3's rounding): the GPU's check is the evidence.

@@ -1,0 +1,56 @@
+"""The arena narrows file access (Landlock) before the candidate loads, and the project folder
+is not readable afterwards (a candidate must not read the hidden shapes or the judge). Whatever
+the arena itself still needs from the project must therefore be imported first. Session 5 found
+on the H200 that the GPU hold (harness/hold.py, a Triton kernel whose source the jit reads at
+import) was imported after the narrowing: EACCES, and every evaluation silently fell back to the
+weaker sleep slack. This runs the arena's real set-up in a spawned process and then imports what
+the GPU path imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = r"""
+import json, sys
+from pathlib import Path
+from cockpit.harness.arena import Arena
+root, work = sys.argv[1], sys.argv[2]
+cfg = {"device": "cpu", "workdir": work, "exchange": work, "cache_dir": work, "n_outputs": 1,
+       "sandbox": True, "exclude": [root], "memory_bytes": None}
+prot = Arena(None, cfg).setup()
+out = {"filesystem": prot.get("filesystem", "")}
+try:
+    Path(root, "cockpit", "harness", "hold.py").read_text()
+    out["project_readable"] = True
+except OSError:
+    out["project_readable"] = False
+try:
+    from cockpit.harness.hold import Hold, _spin  # what Arena._setup_cuda imports on a GPU
+    out["hold"] = "ok:" + Hold.__name__ + ":" + type(_spin).__name__
+except Exception as exc:
+    out["hold"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+def test_the_gpu_hold_is_importable_after_the_sandbox_narrows_file_access(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not out["filesystem"].startswith("landlock"):
+        pytest.skip(f"no Landlock on this machine: {out['filesystem']}")
+    assert out["project_readable"] is False  # the narrowing is real
+    assert out["hold"].startswith("ok:Hold:"), out["hold"]
