@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,6 +42,29 @@ def _find(args: argparse.Namespace) -> Path:
 
 
 # --- run / demo / resume -------------------------------------------------------------------------
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """`--max-time`: seconds as a plain number, or units s/m/h/d combined (`90s`, `15m`,
+    `1h30m`, `2.5h`). One-line UsageError otherwise."""
+    import re
+
+    t = text.strip().lower()
+    try:
+        value = float(t)
+    except ValueError:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", t)
+        if not parts or "".join(n + u for n, u in parts) != t:
+            raise UsageError(
+                f"--max-time {text!r}: not a duration (seconds, or like 90s, 15m, 1h30m, 2h)"
+            ) from None
+        value = sum(float(n) * _UNITS[u] for n, u in parts)
+    if not 0 < value < float("inf"):
+        raise UsageError(f"--max-time {text!r}: must be more than zero")
+    return value
+
+
 def _config(args: argparse.Namespace, task_root: Path, device: str):
     from cockpit.agents.profiles import ProfileError, load_profile
     from cockpit.engine.config import EngineConfig
@@ -64,6 +88,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         plateau_window=args.plateau,
         seed=args.seed,
         ab_confirm=getattr(args, "ab", "auto"),
+        max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
 
@@ -100,10 +125,34 @@ def _start(folder: Path, detach: bool, headless: bool) -> int:
     return run_engine(folder, headless=True)
 
 
+def _interrupt_on_signals() -> Any:
+    """SIGTERM (kill, timeout, a lease ending) and SIGHUP (the ssh terminal closed under a
+    headless run) raise `Interrupted` in the engine's thread, so it records the session as
+    stopped before it exits instead of vanishing with the record saying `running`. A second
+    signal during that clean-up is ignored. Returns a function that restores the old handlers."""
+    from cockpit.engine.engine import Interrupted
+
+    old: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name)
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        old[s] = signal.signal(s, handler)
+
+    def restore() -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    return restore
+
+
 def run_engine(folder: Path, headless: bool = True) -> int:
     from cockpit.agents.profiles import load_profile, make_proposer
     from cockpit.engine.config import EngineConfig
-    from cockpit.engine.engine import Engine
+    from cockpit.engine.engine import Engine, Interrupted
     from cockpit.store import SessionLocked, SessionRecord
 
     with SessionRecord.open_readonly(folder) as rec:
@@ -120,12 +169,18 @@ def run_engine(folder: Path, headless: bool = True) -> int:
         engine = Engine(folder, cfg, proposer, printer=printer)
     except SessionLocked as exc:
         raise UsageError(str(exc)) from None
+    restore = _interrupt_on_signals()
     try:
         with printer or _null():
             state = engine.run()
     except KeyboardInterrupt:
         print(f"\ninterrupted; resume with: cockpit resume {folder.name}")
         return 130
+    except Interrupted as exc:
+        print(f"\ninterrupted by {exc.signame}; resume with: cockpit resume {folder.name}")
+        return 128 + int(getattr(signal, exc.signame))
+    finally:
+        restore()
     print(f"session {folder.name}: {state}")
     return 0
 
@@ -542,6 +597,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="evaluations without improvement before escalating",
         )
         s.add_argument("--seed", type=int, default=0)
+        s.add_argument(
+            "--max-time",
+            metavar="DURATION",
+            help="stop starting evaluations after this long (90s, 15m, 2h); the ones in flight "
+            "finish and the session ends `stopped`, resumable",
+        )
         s.add_argument(
             "--ab",
             choices=["auto", "on", "off"],

@@ -22,6 +22,9 @@ class EngineConfig:
     # confirm "better" by interleaved A/B timing against the incumbent in one process:
     # auto = on a GPU (where processes differ by up to 37%), off on the CPU (CI time)
     ab_confirm: str = "auto"  # auto | on | off
+    # stop starting evaluations after this many seconds of this run (0: no limit); the ones in
+    # flight finish, then the session is `stopped` ("time limit"), resumable like any other
+    max_time_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -46,6 +46,17 @@ Printer = Callable[[str, dict[str, Any]], None]
 FAULT_ENV = "COCKPIT_TEST_SIGKILL_AT"
 
 
+class Interrupted(BaseException):
+    """A signal (SIGTERM from `kill` or `timeout`, SIGHUP from a closed ssh terminal) asked the
+    engine to end now. Like Ctrl-C it is recorded as `stopped`, with the signal as the reason,
+    so the record never says `running` for an engine that is gone; the evaluation in flight is
+    lost (a resume says so and goes on)."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
 def _fault(point: str, detail: str = "") -> None:
     spec = os.environ.get(FAULT_ENV)
     if spec and spec in (point, f"{point}:{detail}"):
@@ -190,6 +201,9 @@ class Engine:
         self.budget = config.budget
         self.paused = False
         self.stopping = False
+        self.stop_reason = "by command"
+        # --max-time: stop starting evaluations at this monotonic time (set by start())
+        self.deadline: float | None = None
         self.pool = pool
         self.inflight: dict[
             Future, tuple[str, str, Proposal | None, str, int | None]
@@ -247,6 +261,8 @@ class Engine:
         return getattr(self.proposer, "ledger", None)
 
     def start(self) -> None:
+        if self.cfg.max_time_s:  # per run of the engine: a resume gets the whole limit again
+            self.deadline = time.monotonic() + self.cfg.max_time_s
         meta = self.record.meta()  # read before session_started records the state as running
         resumed = bool(self.record.branches())
         self._emit(
@@ -978,7 +994,12 @@ class Engine:
             self.ready.remove(r)
             self._emit(
                 events.EVALUATION_STARTED,
-                {"worker": slot, "device": self.cfg.device},
+                {"worker": slot, "device": self.cfg.device}
+                | (  # the worker's CUDA_VISIBLE_DEVICES: which physical GPU ran it
+                    {"gpu": devs[slot]}
+                    if slot < len(devs := getattr(self.pool, "devices", None) or [])
+                    else {}
+                ),
                 branch=b.id,
                 candidate=r.cid,
             )
@@ -1171,6 +1192,7 @@ class Engine:
         """One turn of the loop: commands, finished proposals, new work, then wait (at most
         `wait_s`) for an evaluation or a proposal. The final state when the run is over."""
         self.apply_commands()
+        self._check_deadline()
         self._retry_outages()
         self._collect_proposals()
         if self.stopping:
@@ -1202,6 +1224,28 @@ class Engine:
             self._collect(fut)  # in candidate order, not the set's
         return None
 
+    def _check_deadline(self) -> None:
+        """At the --max-time deadline the engine stops as `cockpit stop` does: no new
+        evaluations or proposals, the ones in flight finish and are recorded, nothing is lost."""
+        if self.deadline is None or self.stopping or time.monotonic() < self.deadline:
+            return
+        self.stopping = True
+        self.stop_reason = f"time limit ({_duration(self.cfg.max_time_s)})"
+        for b in list(self.branches.values()):
+            self._cancel(b, "the time limit is reached")
+        n = len(self.inflight)
+        self._emit(
+            events.NOTE,
+            {
+                "text": f"time limit of {_duration(self.cfg.max_time_s)} reached: "
+                + (
+                    f"finishing the {n} evaluation{'s' * (n > 1)} in flight, then stopping"
+                    if n
+                    else "stopping"
+                )
+            },
+        )
+
     def run(self) -> str:
         from cockpit.engine.telemetry import TelemetrySampler
         from cockpit.engine.workers import WorkerPool
@@ -1218,15 +1262,22 @@ class Engine:
                     final = state
                     break
         except BaseException as exc:
-            self._emit(events.ERROR, {"message": f"{type(exc).__name__}: {exc}", "where": "engine"})
-            final = "crashed" if not isinstance(exc, KeyboardInterrupt) else "stopped"
+            if isinstance(exc, Interrupted):
+                final, self.stop_reason = "stopped", f"interrupted by {exc.signame}"
+            elif isinstance(exc, KeyboardInterrupt):
+                final, self.stop_reason = "stopped", "interrupted (Ctrl-C)"
+            else:
+                final = "crashed"
+                self._emit(
+                    events.ERROR, {"message": f"{type(exc).__name__}: {exc}", "where": "engine"}
+                )
             raise
         finally:
             for job in self.proposing.values():
                 job.cancel.set()  # threads still calling out stop at their next check
             reason = {
                 "done": "budget spent or beam retired",
-                "stopped": "by command",
+                "stopped": self.stop_reason,
                 "crashed": "engine error",
             }[final]
             try:
@@ -1265,3 +1316,12 @@ class Engine:
         finally:
             self.lock.release()
             self.record.close()
+
+
+def _duration(seconds: float) -> str:
+    """90 -> '1m30s', 7200 -> '2h', 5 -> '5s' (what --max-time accepts back)."""
+    total = round(seconds)
+    h, rest = divmod(total, 3600)
+    m, sec = divmod(rest, 60)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{sec}s" if sec else "")
+    return out or f"{seconds:g}s"

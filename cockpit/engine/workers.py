@@ -63,8 +63,11 @@ def _evaluate(
     return result
 
 
-def gpu_count() -> int:
-    """Visible GPUs, counted through NVML so the engine never initializes CUDA itself."""
+def gpu_ids() -> list[str]:
+    """The GPUs this process may use, as `CUDA_VISIBLE_DEVICES` entries for one worker each:
+    the parent's own list when it has one (`CUDA_VISIBLE_DEVICES=1 cockpit run` must evaluate
+    on GPU 1, not on GPU 0 next to another job: session 5 found exactly that on the H200), else
+    every GPU NVML counts. Counted through NVML so the engine never initializes CUDA itself."""
     try:
         import pynvml
 
@@ -74,17 +77,24 @@ def gpu_count() -> int:
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - no driver, no library: no GPU
-        return 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([v for v in visible.split(",") if v.strip()]) if visible.strip() else 0
-    return n
+        return []
+    return visible_ids(os.environ.get("CUDA_VISIBLE_DEVICES"), n)
+
+
+def visible_ids(visible: str | None, count: int) -> list[str]:
+    """`CUDA_VISIBLE_DEVICES` (None: unset) and the number of GPUs NVML sees -> one entry per
+    worker. Entries are kept as written (indices or GPU-/MIG- UUIDs) so each worker's own
+    `CUDA_VISIBLE_DEVICES` names exactly one of the parent's devices."""
+    if visible is None:
+        return [str(i) for i in range(count)]
+    return [v.strip() for v in visible.split(",") if v.strip()]
 
 
 class WorkerPool:
     def __init__(self, device: str) -> None:
         self.device = device
         ctx = mp.get_context("spawn")
+        self.devices: list[str] = []  # CUDA_VISIBLE_DEVICES of each worker, in slot order
         if device == "cpu":
             self.slots = [
                 ProcessPoolExecutor(
@@ -92,12 +102,14 @@ class WorkerPool:
                 )
             ]
         else:
-            n = max(gpu_count(), 1)
+            # no GPU counted: one worker with the parent's setting ("" stays "": the judge then
+            # says there is no GPU, instead of the worker finding one the parent hid)
+            self.devices = gpu_ids() or [os.environ.get("CUDA_VISIBLE_DEVICES", "0")]
             self.slots = [
                 ProcessPoolExecutor(
-                    1, mp_context=ctx, initializer=_init_worker, initargs=(str(i), os.getpid())
+                    1, mp_context=ctx, initializer=_init_worker, initargs=(gpu, os.getpid())
                 )
-                for i in range(n)
+                for gpu in self.devices
             ]
         self.busy: dict[int, Future] = {}
 
