@@ -112,6 +112,16 @@ def loops(sass: str) -> list[dict]:
     return out
 
 
+def memory_widths(sass: str) -> dict[str, int]:
+    """Global loads and stores by opcode with its width suffix (LDG.E.128 is a 16-byte vector
+    load, LDG.E.U16 a 2-byte one): whether a kernel's accesses were vectorized."""
+    out: dict[str, int] = {}
+    for m in re.finditer(r"\b((?:LDG|STG)(?:\.[A-Z0-9_]+)*)", sass):
+        op = ".".join(p for p in m.group(1).split(".") if p not in ("EF", "EL", "LU", "STRONG"))
+        out[op] = out.get(op, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("file", type=Path)
@@ -143,11 +153,16 @@ def main() -> None:
         f"{res.get('stack')} B, shared {k.metadata.shared} B, "
         f"{total} instructions in all"
     )
+    widths = memory_widths(sass)
+    if widths:
+        print("global memory: " + ", ".join(f"{k} x{v}" for k, v in widths.items()))
     print("loop            " + " ".join(f"{c:>12s}" for c in COUNT))
     for row in found:
         print(f"{row['start']}-{row['end']:<8s} " + " ".join(f"{row[c]:12d}" for c in COUNT))
     if args.json:
-        args.json.write_text(json.dumps({"resources": res, "loops": found}, indent=1))
+        args.json.write_text(
+            json.dumps({"resources": res, "loops": found, "memory": widths}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -382,6 +382,12 @@ def status_dict(folder: Path) -> dict[str, Any]:
         "task": meta.get("task"),
         "device": meta.get("device"),
         "state": effective_state(meta.get("state"), pid is not None),
+        # why it is in that state (`interrupted by SIGTERM`, `time limit (6m)`, `by command`…);
+        # None while running, or for a record whose engine died without saying
+        "reason": meta.get("state_reason")
+        if effective_state(meta.get("state"), pid is not None) == meta.get("state")
+        and meta.get("state") not in ("running",)
+        else None,
         "pid": pid,
         "budget": meta.get("budget"),
         "evaluations": len(evaluated),
@@ -437,6 +443,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     best = d["best"]
     con.print(
         f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
+        f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
         f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
         f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
     )

@@ -150,6 +150,8 @@ def print_result(r: dict[str, Any], console: Console) -> None:
         )
         for reason in prof.get("graph_breaks", [])[:5]:
             console.print(Text(f"    graph break: {reason}", style="dim"))
+    if where := where_time_went(r):
+        console.print(Text(f"  where the time went: {where}", style="dim"))
     if r.get("protections"):
         console.print(
             Text(
@@ -161,3 +163,30 @@ def print_result(r: dict[str, Any], console: Console) -> None:
         console.print(
             Text("  times are not comparable (Triton interpreter on the CPU)", style="yellow")
         )
+
+
+def where_time_went(r: dict[str, Any]) -> str:
+    """One line from `breakdown_s`: what the verify and time stages spent on the candidate's own
+    calls, on checking, and on everything else (making inputs, moving tensors between the
+    processes, guards, warm-up). Empty when the result has no breakdown."""
+    b = r.get("breakdown_s") or {}
+    stage = r.get("stage_s") or {}
+    parts = []
+    v = b.get("verify")
+    if v:
+        cand, check = v.get("arena_candidate", 0.0), v.get("check", 0.0)
+        rest = max(0.0, stage.get("verify", 0.0) - cand - check)
+        parts.append(
+            f"verify {stage.get('verify', 0.0):.1f} s = candidate {cand:.1f}, checks "
+            f"{check:.1f}, inputs/transfers/guards {rest:.1f}"
+        )
+    t = b.get("time")
+    if t:
+        loop, check = t.get("arena_loop", 0.0), t.get("check", 0.0)
+        warm = max(0.0, t.get("arena", 0.0) - loop)
+        rest = max(0.0, stage.get("time", 0.0) - loop - warm - check)
+        parts.append(
+            f"time {stage.get('time', 0.0):.1f} s = sampling {loop:.1f}, warm-up {warm:.1f}, "
+            f"checks {check:.1f}, inputs/transfers {rest:.1f}"
+        )
+    return "; ".join(parts)

@@ -166,3 +166,24 @@ def test_direct_runs_variants_side_by_side_and_checks_each_with_the_tasks_check(
     assert picked.read_text().startswith(seed_text)
     won = [ln for ln in r.stdout.splitlines() if ln.startswith("*")][0]
     assert ("NUM_WARPS=4" in won) == picked.read_text().endswith("NUM_WARPS = 4\n")
+
+
+def test_sass_stats_tells_vector_loads_from_scalar_ones(tmp_path):
+    """`global memory:` counts loads and stores by width. The softmax tile kernel at f32 with 3000
+    columns: without the alignment hint (AL = 1) Triton cannot prove a row starts on 16 bytes
+    and loads 4-byte scalars; with AL = 4 (what the seed computes for 3000) it loads vectors."""
+    widths = {}
+    for al in (1, 4):
+        out = tmp_path / f"al{al}.json"
+        r = run_tool(
+            "bench/sass_stats.py", "kernels/softmax/seeds/triton_tiled.py", "_softmax_tile",
+            "--const", "R=2", "BC=4096", "EV=", "CM=", "LOOP=False", f"AL={al}",
+            "--div", "x_ptr", "y_ptr", "--sig", "x_ptr=*fp32", "y_ptr=*fp32", "--warps", "8",
+            "--json", str(out),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "global memory: " in r.stdout
+        widths[al] = json.loads(out.read_text())["memory"]
+    assert widths[1].get("LDG.E", 0) > 0 and "LDG.E.128" not in widths[1]
+    assert widths[4].get("LDG.E.128", 0) > 0 and widths[4].get("STG.E.128", 0) > 0
+    assert sum(widths[4].values()) * 4 == sum(widths[1].values())  # 4 floats per instruction

@@ -13,6 +13,7 @@ import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from task_files import load_file  # noqa: E402
 
 from cockpit.harness.judge import Options, evaluate  # noqa: E402
@@ -93,3 +94,39 @@ def test_every_declared_tunable_value_still_passes(monkeypatch, task):
                 run_and_check(task, 3, 333, "bfloat16")
                 m.setattr(module, "SINGLE_MAX", 256)
                 run_and_check(task, 2, 1000, "float32")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_the_alignment_hint_is_the_widest_vector_every_row_starts_on(task):
+    """AL (elements, at most 16 bytes) divides cols, both row strides and both data pointers:
+    only then may the kernel tell the compiler so (a false hint is a wrong vector load)."""
+    al = SEEDS[task]._align
+
+    def t(rows, cols, dtype, offset=0):
+        flat = torch.empty(rows * cols + offset, dtype=dtype)
+        return flat[offset:].view(rows, cols)
+
+    f32, bf16 = torch.float32, torch.bfloat16
+    assert al(3000, t(2, 3000, f32), t(2, 3000, f32)) == 4  # 16-byte vectors of 4 floats
+    assert al(1000, t(2, 1000, bf16), t(2, 1000, bf16)) == 8
+    assert al(100, t(2, 100, bf16), t(2, 100, bf16)) == 4  # 100 = 4 x 25: 8-byte vectors
+    assert al(257, t(2, 257, f32), t(2, 257, f32)) == 1  # odd rows: scalars
+    assert al(1000, t(2, 1000, bf16, offset=1), t(2, 1000, bf16)) == 1  # x starts 2 bytes in
+    assert al(1000, t(2, 1000, bf16, offset=4), t(2, 1000, bf16)) == 4  # 8 bytes in
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("offset", [1, 2, 4])
+def test_inputs_that_start_off_a_vector_boundary_are_still_right(task, offset):
+    """A contiguous x whose data pointer is 2-8 bytes past a 16-byte boundary (a view into a
+    larger buffer): the hint must step down, and the result must still match."""
+    t, ref = TASKS[task], REFS[task]
+    inputs = list(ref.make_inputs({"rows": 6, "cols": 96, "dtype": "bfloat16"}, 5, "cpu"))
+    x = inputs[0]
+    buf = torch.empty(x.numel() + offset, dtype=x.dtype)
+    moved = buf[offset:].view_as(x)
+    moved.copy_(x)
+    assert moved.is_contiguous() and moved.data_ptr() % 16 != 0
+    out = SEEDS[task].kernel(moved, *inputs[1:])
+    ok, metrics = default_check(t, ref, tuple(inputs), [out])
+    assert ok, metrics.get("message")

@@ -206,6 +206,11 @@ class _Evaluation:
         self.stage = "done"
         res.stage_s.pop("done", None)
         res.wall_s = time.monotonic() - t0
+        for sr in res.shapes:
+            for stage, parts in sr.breakdown_s.items():
+                total = res.breakdown_s.setdefault(stage, {})
+                for key, v in parts.items():
+                    total[key] = round(total.get(key, 0.0) + v, 3)
         res.env = {"torch": torch.__version__, "machine": scoring.machine_key(self.device)}
         return res
 
@@ -395,11 +400,14 @@ class _Evaluation:
             weight=shape.weight,
         )
         seed = secrets.randbits(62)
-        inputs = tuple(ref.make_inputs(dict(shape.params), seed, str(self.judge_device)))
-        metas = [wire.pack(t, self.ex, "i") for t in inputs]
+        with _clocked(sr, "verify", "inputs"):
+            inputs = tuple(ref.make_inputs(dict(shape.params), seed, str(self.judge_device)))
+            metas = [wire.pack(t, self.ex, "i") for t in inputs]
         perturb = _choose_perturbation(inputs)
         n_fail = len(res.reasons)
-        reply = self._request({"op": "verify", "inputs": metas, "perturb": perturb})
+        with _clocked(sr, "verify", "request"):
+            reply = self._request({"op": "verify", "inputs": metas, "perturb": perturb})
+        _arena_wall(sr, "verify", reply)
         if not reply.get("ok"):
             kind = reply.get("kind", "exception")
             if (
@@ -433,10 +441,12 @@ class _Evaluation:
             )
         if len(res.reasons) > n_fail:
             return sr
-        outputs = self._receive_outputs(ref, inputs, reply["outputs"], label)
+        with _clocked(sr, "verify", "outputs"):
+            outputs = self._receive_outputs(ref, inputs, reply["outputs"], label)
         if outputs is None:
             return sr
-        ok, metrics = run_check(task, ref, inputs, outputs, strict=self.opts.strict)
+        with _clocked(sr, "verify", "check"):
+            ok, metrics = run_check(task, ref, inputs, outputs, strict=self.opts.strict)
         sr.error = _jsonable_metrics(metrics)
         if not ok:
             kind = "nan_inf" if metrics.get("nonfinite") else "numerical"
@@ -454,10 +464,12 @@ class _Evaluation:
             return sr
         if "perturbed" in reply:
             changed = _apply_perturbation(inputs, perturb)
-            outs2 = self._receive_outputs(ref, changed, reply["perturbed"], label)
+            with _clocked(sr, "verify", "outputs"):
+                outs2 = self._receive_outputs(ref, changed, reply["perturbed"], label)
             if outs2 is None:
                 return sr
-            ok2, m2 = run_check(task, ref, changed, outs2, strict=self.opts.strict)
+            with _clocked(sr, "verify", "check"):
+                ok2, m2 = run_check(task, ref, changed, outs2, strict=self.opts.strict)
             if not ok2:
                 res.fail(
                     "stale_output",
@@ -568,14 +580,16 @@ class _Evaluation:
 
     def _time_shape(self, ref: Any, shape: Shape, sr: ShapeResult) -> None:
         pol = self.policy
-        pool = self._input_pool(ref, shape)
+        with _clocked(sr, "time", "inputs"):
+            pool = self._input_pool(ref, shape)
+            packed = [[wire.pack(t, self.ex, "p") for t in entry] for entry in pool]
         rng = random.Random(secrets.randbits(62))
         check_first = sorted(
             rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples))
         )
         msg = {
             "op": "time",
-            "pool": [[wire.pack(t, self.ex, "p") for t in entry] for entry in pool],
+            "pool": packed,
             "policy": pol.__dict__,
             "seed": secrets.randbits(62),
             # spot checks: some early calls, ~5% of the rest at random, and always the last one,
@@ -588,7 +602,9 @@ class _Evaluation:
             "audit_prob": 0.05,
             "graph": self.device != "cpu",
         }
-        reply = self._request(msg)
+        with _clocked(sr, "time", "request"):
+            reply = self._request(msg)
+        _arena_wall(sr, "time", reply)
         label = sr.shape
         if not reply.get("ok"):
             self.res.fail(
@@ -598,10 +614,12 @@ class _Evaluation:
         self._watched(reply, "time", label)
         for c in reply.get("checked", []):
             inputs = self._rebuild(pool, c.get("recipe"))
-            outs = self._receive_outputs(ref, inputs, c["outputs"], label)
+            with _clocked(sr, "time", "outputs"):
+                outs = self._receive_outputs(ref, inputs, c["outputs"], label)
             if outs is None:
                 raise _Stop
-            ok, metrics = run_check(self.task, ref, inputs, outs, strict=self.opts.strict)
+            with _clocked(sr, "time", "check"):
+                ok, metrics = run_check(self.task, ref, inputs, outs, strict=self.opts.strict)
             if not ok:
                 self.res.fail(
                     "stale_output",
@@ -739,6 +757,32 @@ class _Evaluation:
                 res.flags.append(
                     f"review: {sr.shape} is {ref_b[sr.shape] / sr.timing.median_us:.0f}x faster than the reference"
                 )
+
+
+@contextlib.contextmanager
+def _clocked(sr: ShapeResult, stage: str, key: str) -> Iterator[None]:
+    """Add the wall time of the block to `sr.breakdown_s[stage][key]` (where an evaluation's time
+    goes; informational)."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        d = sr.breakdown_s.setdefault(stage, {})
+        d[key] = round(d.get(key, 0.0) + time.perf_counter() - t, 4)
+
+
+def _arena_wall(sr: ShapeResult, stage: str, reply: Any) -> None:
+    """The arena's own account of a request (`wall_s`: its total, the candidate's calls, the
+    sampling loop). It comes from the candidate's process, so only finite non-negative numbers
+    under known keys are kept: never trusted for anything but this breakdown."""
+    got = reply.get("wall_s") if isinstance(reply, dict) else None
+    if not isinstance(got, dict):
+        return
+    d = sr.breakdown_s.setdefault(stage, {})
+    for key in ("arena", "candidate", "loop"):
+        v = got.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e6:
+            d[f"arena_{key}" if key != "arena" else "arena"] = round(float(v), 4)
 
 
 def _choose_perturbation(inputs: tuple[torch.Tensor, ...]) -> dict[str, Any] | None:

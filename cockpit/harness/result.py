@@ -99,6 +99,11 @@ class ShapeResult:
     floor_us: float | None = None
     roofline_pct: float | None = None
     bound: str = ""  # memory | compute | latency
+    # where the judge's wall time went for this shape, per stage (verify, time): seconds in
+    # making inputs, the round trip to the arena, the arena's own part of it, the candidate's
+    # calls, reading outputs back and checking them. Informational: it says why an evaluation is
+    # slow (the loop's throughput), and is never part of a verdict or a score.
+    breakdown_s: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def median_us(self) -> float | None:
@@ -126,6 +131,8 @@ class Result:
     baseline_exempt: bool = False
     wall_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)  # seconds per judge stage
+    # the shapes' breakdown_s summed: where the verify and time stages' seconds went
+    breakdown_s: dict[str, dict[str, float]] = field(default_factory=dict)
     log_tail: str = ""
     env: dict[str, Any] = field(default_factory=dict)
     # the task's `[report]` (unit, per_call), e.g. {"unit": "tok/s", "per_call": 1.0}: views show

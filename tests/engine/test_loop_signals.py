@@ -54,13 +54,15 @@ def test_a_signal_during_an_evaluation_stops_the_session_cleanly_and_resume_fini
     assert f"interrupted by {sig.name}; resume with: cockpit resume {name}" in out
     assert "Traceback" not in err, err
     st = cockpit.status(name)
-    assert (st["state"], st["pid"]) == ("stopped", None)
+    assert (st["state"], st["pid"], st["reason"]) == ("stopped", None, f"interrupted by {sig.name}")
+    text = cockpit("status", name, check=True).stdout
+    assert f"stopped (interrupted by {sig.name})" in text
     assert engine_pid(folder) is None  # the lock is released
     assert _last_state(folder) == {"state": "stopped", "reason": f"interrupted by {sig.name}"}
     assert not [e for e in events(folder, ev.ERROR) if e.payload.get("where") == "engine"]
     cockpit("resume", name, check=True, timeout=240)
     st = cockpit.status(name)
-    assert (st["state"], st["evaluations"]) == ("done", 4)
+    assert (st["state"], st["evaluations"], st["reason"]) == ("done", 4, "budget spent or beam retired")
 
 
 def test_sigterm_to_a_detached_engine_records_stopped(cockpit: Cockpit) -> None:
@@ -82,7 +84,7 @@ def test_max_time_stops_starting_evaluations_and_loses_none(cockpit: Cockpit) ->
     assert "session timed: stopped" in proc.stdout
     folder = cockpit.folder("timed")
     st = cockpit.status("timed")
-    assert st["state"] == "stopped"
+    assert (st["state"], st["reason"]) == ("stopped", "time limit (4s)")
     assert 1 <= st["evaluations"] < 200
     assert _last_state(folder) == {"state": "stopped", "reason": "time limit (4s)"}
     notes = [e.payload["text"] for e in events(folder, ev.NOTE)]

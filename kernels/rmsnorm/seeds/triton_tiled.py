@@ -46,9 +46,14 @@ EPS = 1e-6  # the task's eps (task.toml)
 @triton.jit
 def _rmsnorm_tile_rows(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
-    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
 ):  # fmt: skip
     """Tile t: rows t*R .. t*R+R-1."""
+    if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
+        # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
     r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
     mask = (r[:, None] < rows) & (c[None, :] < cols)
@@ -65,18 +70,24 @@ def _rmsnorm_tile_rows(
 def _rmsnorm_tile(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
+    AL: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
         _rmsnorm_tile_rows(
-            x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM
+            x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL
         )  # fmt: skip
 
 
 @triton.jit
-def _chunk_sumsq(x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr):
+def _chunk_sumsq(
+    x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
+):
+    if AL > 1:
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     c = ch * CHUNK + tl.arange(0, CHUNK)
@@ -87,8 +98,13 @@ def _chunk_sumsq(x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr):
 @triton.jit
 def _chunk_apply(
     x_ptr, w_ptr, y_ptr, p_ptr, cols, stride_x, stride_y, nchunks, eps,
-    CHUNK: tl.constexpr, NCH: tl.constexpr,
+    CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr,
 ):  # fmt: skip
+    if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
+        # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     k = tl.arange(0, NCH)
@@ -99,6 +115,21 @@ def _chunk_apply(
     x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + row * stride_y + c, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _align(cols: int, *tensors: torch.Tensor) -> int:
+    """AL: the widest vector, in elements (at most 16 bytes), that every row of every tensor
+    starts on: the largest power of two dividing cols, each row stride and each data pointer.
+    Triton specializes an argument only as "divisible by 16" or not, so a stride of 3000 or 1000
+    made it assume nothing and load 2-byte / 4-byte scalars (sm_90 SASS of the tile kernel:
+    LDG.E.U16 x32 at bf16, LDG.E x32 at f32; with AL, LDG.E.128 x8). Odd strides stay scalar."""
+    al = 16 // tensors[0].element_size()
+    while al > 1 and (
+        cols % al
+        or any(t.stride(0) % al or t.data_ptr() % (al * t.element_size()) for t in tensors)
+    ):
+        al //= 2
+    return al
 
 
 def _warps(elems: int) -> int:
@@ -125,13 +156,14 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)
     if rows == 0 or cols == 0:
         return y
+    al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if bc <= SINGLE_MAX:
         r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
         ntiles = triton.cdiv(rows, r)
         _rmsnorm_tile[(_programs(ntiles, x.device),)](
             x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, ntiles,
-            R=r, BC=bc, LOOP=bool(PERSIST),
+            R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=_warps(r * bc),
         )  # fmt: skip
@@ -139,9 +171,11 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     nchunks = triton.cdiv(cols, CHUNK)
     part = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     grid = (rows, nchunks)
-    _chunk_sumsq[grid](x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, num_warps=_warps(CHUNK))
+    _chunk_sumsq[grid](
+        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
+    )
     _chunk_apply[grid](
         x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), num_warps=_warps(CHUNK),
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, num_warps=_warps(CHUNK),
     )  # fmt: skip
     return y

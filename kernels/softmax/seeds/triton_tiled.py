@@ -48,9 +48,14 @@ PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM loopi
 @triton.jit
 def _softmax_tile_rows(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
-    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
 ):  # fmt: skip
     """Tile t: rows t*R .. t*R+R-1."""
+    if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
+        # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
     r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
     mask = (r[:, None] < rows) & (c[None, :] < cols)
@@ -75,18 +80,24 @@ def _softmax_tile_rows(
 def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
+    AL: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
         _softmax_tile_rows(
-            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM
+            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL
         )  # fmt: skip
 
 
 @triton.jit
-def _chunk_stats(x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr):
+def _chunk_stats(
+    x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
+):
+    if AL > 1:
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     c = ch * CHUNK + tl.arange(0, CHUNK)
@@ -100,8 +111,13 @@ def _chunk_stats(x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constex
 @triton.jit
 def _chunk_apply(
     x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
-    CHUNK: tl.constexpr, NCH: tl.constexpr,
+    CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr,
 ):  # fmt: skip
+    if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
+        # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     k = tl.arange(0, NCH)
@@ -114,6 +130,21 @@ def _chunk_apply(
     x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf")).to(tl.float32)
     y = tl.exp(x - big) / total
     tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _align(cols: int, *tensors: torch.Tensor) -> int:
+    """AL: the widest vector, in elements (at most 16 bytes), that every row of every tensor
+    starts on: the largest power of two dividing cols, each row stride and each data pointer.
+    Triton specializes an argument only as "divisible by 16" or not, so a stride of 3000 or 1000
+    made it assume nothing and load 2-byte / 4-byte scalars (sm_90 SASS of the tile kernel:
+    LDG.E.U16 x32 at bf16, LDG.E x32 at f32; with AL, LDG.E.128 x8). Odd strides stay scalar."""
+    al = 16 // tensors[0].element_size()
+    while al > 1 and (
+        cols % al
+        or any(t.stride(0) % al or t.data_ptr() % (al * t.element_size()) for t in tensors)
+    ):
+        al //= 2
+    return al
 
 
 def _warps(elems: int) -> int:
@@ -139,12 +170,13 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)
     if rows == 0 or cols == 0:
         return y
+    al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if bc <= SINGLE_MAX:
         r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
         ntiles = triton.cdiv(rows, r)
         _softmax_tile[(_programs(ntiles, x.device),)](
-            x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST),
+            x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=_warps(r * bc),
         )  # fmt: skip
@@ -153,9 +185,11 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     m = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     s = torch.empty_like(m)
     grid = (rows, nchunks)
-    _chunk_stats[grid](x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, num_warps=_warps(CHUNK))
+    _chunk_stats[grid](
+        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
+    )
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), num_warps=_warps(CHUNK),
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, num_warps=_warps(CHUNK),
     )  # fmt: skip
     return y
