@@ -130,3 +130,17 @@ def test_inputs_that_start_off_a_vector_boundary_are_still_right(task, offset):
     out = SEEDS[task].kernel(moved, *inputs[1:])
     ok, metrics = default_check(t, ref, tuple(inputs), [out])
     assert ok, metrics.get("message")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("slab_rows", [1, 3])
+def test_split_rows_in_slabs_match(monkeypatch, task, dtype, slab_rows):
+    """SLAB_BYTES: the split path's two launches run slab by slab (row offset row0), here 1 or 3
+    rows per slab over 7 rows (a ragged last slab), each row 3 chunks."""
+    itemsize = 4 if dtype == "float32" else 2
+    monkeypatch.setattr(SEEDS[task], "SINGLE_MAX", 16)
+    monkeypatch.setattr(SEEDS[task], "CHUNK", 16)
+    monkeypatch.setattr(SEEDS[task], "SLAB_BYTES", slab_rows * 40 * itemsize)
+    assert len(SEEDS[task]._slabs(7, 40 * itemsize)) == -(-7 // slab_rows)
+    run_and_check(task, 7, 40, dtype)
