@@ -144,3 +144,34 @@ def test_split_rows_in_slabs_match(monkeypatch, task, dtype, slab_rows):
     monkeypatch.setattr(SEEDS[task], "SLAB_BYTES", slab_rows * 40 * itemsize)
     assert len(SEEDS[task]._slabs(7, 40 * itemsize)) == -(-7 // slab_rows)
     run_and_check(task, 7, 40, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), [(3, 17), (5, 33), (17, 333), (1, 257), (9, 100), (4, 31)])
+def test_odd_rows_through_the_aligned_window_match(monkeypatch, dtype, rows, cols):
+    """ODD_VEC (softmax): rows that start off a 16-byte boundary are read through an aligned
+    window and written as whole vectors plus exact ends. Row lengths from 17 (V = 8 at bf16:
+    2V + 1) to 333, with a row spilling one vector past the window (TILE_ELEMS = 128 makes BC =
+    next_pow2(cols) hold the row with little room: 100 -> 128 at bf16 V = 8 spills when the
+    row starts 7 elements into its vector)."""
+    seed = SEEDS["softmax"]
+    monkeypatch.setattr(seed, "ODD_VEC", True)
+    monkeypatch.setattr(seed, "TILE_ELEMS", 128)
+    monkeypatch.setattr(seed, "SINGLE_MAX", 512)
+    calls = []
+    orig = seed._softmax_tile_odd
+    monkeypatch.setattr(seed, "_softmax_tile_odd", _Spy(orig, calls))
+    run_and_check("softmax", rows, cols, dtype)
+    v = 8 if dtype == "bfloat16" else 4  # elements per 16-byte vector
+    assert bool(calls) == (cols % v != 0 and cols >= 2 * v)  # else the plain tile kernel
+
+
+class _Spy:
+    """Stands in for a jitted kernel: records that it was launched, then launches it."""
+
+    def __init__(self, fn, calls):
+        self.fn, self.calls = fn, calls
+
+    def __getitem__(self, grid):
+        self.calls.append(grid)
+        return self.fn[grid]
