@@ -374,6 +374,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
         branches = rec.branches()
         cands = rec.candidates()
     evaluated = [c for c in cands if c.status not in (None, "proposed", "evaluating", "duplicate")]
+    state = effective_state(meta.get("state"), pid is not None)
     ok = [c for c in cands if c.status == "ok" and c.score_us]
     best = min(ok, key=lambda c: c.score_us) if ok else None
     return {
@@ -381,12 +382,11 @@ def status_dict(folder: Path) -> dict[str, Any]:
         "path": str(folder),
         "task": meta.get("task"),
         "device": meta.get("device"),
-        "state": effective_state(meta.get("state"), pid is not None),
+        "state": state,
         # why it is in that state (`interrupted by SIGTERM`, `time limit (6m)`, `by command`…);
         # None while running, or for a record whose engine died without saying
         "reason": meta.get("state_reason")
-        if effective_state(meta.get("state"), pid is not None) == meta.get("state")
-        and meta.get("state") not in ("running",)
+        if state == meta.get("state") and state != "running"
         else None,
         "pid": pid,
         "budget": meta.get("budget"),

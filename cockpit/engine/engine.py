@@ -992,14 +992,13 @@ class Engine:
             if slot is None:
                 return
             self.ready.remove(r)
+            started: dict[str, Any] = {"worker": slot, "device": self.cfg.device}
+            devs = getattr(self.pool, "devices", None) or []
+            if slot < len(devs):
+                started["gpu"] = devs[slot]  # the worker's CUDA_VISIBLE_DEVICES: which GPU ran it
             self._emit(
                 events.EVALUATION_STARTED,
-                {"worker": slot, "device": self.cfg.device}
-                | (  # the worker's CUDA_VISIBLE_DEVICES: which physical GPU ran it
-                    {"gpu": devs[slot]}
-                    if slot < len(devs := getattr(self.pool, "devices", None) or [])
-                    else {}
-                ),
+                started,
                 branch=b.id,
                 candidate=r.cid,
             )

@@ -779,10 +779,10 @@ def _arena_wall(sr: ShapeResult, stage: str, reply: Any) -> None:
     if not isinstance(got, dict):
         return
     d = sr.breakdown_s.setdefault(stage, {})
-    for key in ("arena", "candidate", "loop"):
+    for key, name in (("arena", "arena"), ("candidate", "arena_candidate"), ("loop", "arena_loop")):
         v = got.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e6:
-            d[f"arena_{key}" if key != "arena" else "arena"] = round(float(v), 4)
+            d[name] = round(float(v), 4)
 
 
 def _choose_perturbation(inputs: tuple[torch.Tensor, ...]) -> dict[str, Any] | None:
