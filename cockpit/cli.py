@@ -127,6 +127,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         strict=args.strict,
         profile=not args.no_profile,
         shard=_shard(args.shard),
+        exchange=args.exchange,
     )
     try:
         result = _progress_eval(task, cand, opts, quiet=args.json)
@@ -147,9 +148,9 @@ def _part_devices(device: str, n: int) -> list[str | None]:
         return [None] * n
     import torch
 
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = [x.strip() for x in env.split(",") if x.strip()] if env else []
-    ids = ids or [str(i) for i in range(torch.cuda.device_count())]
+    from cockpit.engine.workers import visible_ids
+
+    ids = visible_ids(os.environ.get("CUDA_VISIBLE_DEVICES"), torch.cuda.device_count())
     if n > len(ids):
         raise UsageError(
             f"--parts {n}: only {len(ids)} GPU(s) visible; parts sharing a GPU would disturb "
@@ -177,6 +178,7 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
         [f"--{_mode(args)}"] if _mode(args) != "iterate" else []
     )
     base += (["--strict"] if args.strict else []) + (["--no-profile"] if args.no_profile else [])
+    base += ["--exchange", args.exchange]
     procs = []
     for k, gpu in enumerate(_part_devices(device, n), start=1):
         env = dict(os.environ)
@@ -329,6 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="the task's stricter, size-independent check"
     )
     s.add_argument("--no-profile", action="store_true", help="skip the kernel census")
+    s.add_argument(
+        "--exchange",
+        choices=["files", "memfd"],
+        default="files",
+        help="how tensors cross between the judge and the candidate's process: a file each "
+        "(default) or two sealed shared-memory regions (fewer page faults; same checks)",
+    )
     s.add_argument(
         "--shard",
         metavar="K/N",

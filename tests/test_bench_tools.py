@@ -187,3 +187,14 @@ def test_sass_stats_tells_vector_loads_from_scalar_ones(tmp_path):
     assert widths[1].get("LDG.E", 0) > 0 and "LDG.E.128" not in widths[1]
     assert widths[4].get("LDG.E.128", 0) > 0 and widths[4].get("STG.E.128", 0) > 0
     assert sum(widths[4].values()) * 4 == sum(widths[1].values())  # 4 floats per instruction
+
+
+def test_exchange_bench_times_both_exchanges_and_writes_its_table(tmp_path):
+    r = run_tool("bench/exchange.py", "--sizes-mb", "1", "2", "--transfers", "2",
+                 "--out", str(tmp_path))  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "pack + unpack of one tensor" in r.stdout
+    doc = json.loads((tmp_path / "exchange.json").read_text())
+    got = {(row["size_mb"], row["exchange"]) for row in doc["rows"]}
+    assert got == {(1, "files"), (1, "memfd"), (2, "files"), (2, "memfd")}
+    assert all(len(row["times_s"]) == 2 and row["gb_s"] > 0 for row in doc["rows"])

@@ -132,6 +132,12 @@ class Arena:
         self.device = torch.device(cfg["device"])
         self.cuda = self.device.type == "cuda"
         self.exchange = Path(cfg["exchange"])
+        regions = cfg.get("regions")
+        if regions:  # wire.Region: read what the judge sent from one, write replies to the other
+            self.rx: Any = wire.Region(fd=int(regions[0]))
+            self.tx: Any = wire.Region(fd=int(regions[1]))
+        else:
+            self.rx = self.tx = wire.Files(self.exchange)
         self.n_outputs = int(cfg["n_outputs"])
         # built now, before the candidate exists, and held in a closure: rebinding an attribute
         # of this object later cannot disarm it
@@ -345,7 +351,7 @@ class Arena:
 
     def verify(self, msg: dict[str, Any]) -> dict[str, Any]:
         t0 = _perf_ns()
-        originals = [wire.unpack(m, self.exchange, self.device) for m in msg["inputs"]]
+        originals = [self.rx.unpack(m, self.device) for m in msg["inputs"]]
         guarded = [self._guarded(t) for t in originals]
         inputs = [g[0] for g in guarded]
         pristine = [t.clone() for t in inputs]
@@ -355,7 +361,7 @@ class Arena:
         outs, ops = self._recorded_call(inputs)
         cand = _perf_ns() - c0
         info["ops"] = ops
-        info["outputs"] = [wire.pack(o, self.exchange, "o") for o in outs]
+        info["outputs"] = [self.tx.pack(o, "o") for o in outs]
         info["mutated"] = [i for i, (a, b) in enumerate(zip(inputs, pristine)) if not _same(a, b)]
         info["aliased"] = _aliases(outs, [g[1] for g in guarded])
         info["guard_broken"] = [
@@ -370,7 +376,7 @@ class Arena:
             outs2, ops2 = self._recorded_call(inputs)
             cand += _perf_ns() - c0
             info["ops"] = sorted(set(info["ops"]) | set(ops2))
-            info["perturbed"] = [wire.pack(o, self.exchange, "p") for o in outs2]
+            info["perturbed"] = [self.tx.pack(o, "p") for o in outs2]
             info["integrity"] += self._diff()
         # where a verification's time goes (informational): the candidate's calls, and the
         # arena's own work around them (unpacking, guards, poison, packing outputs)
@@ -398,7 +404,7 @@ class Arena:
         t_op = _perf_ns()
         pol = msg["policy"]
         pool = [
-            [wire.unpack(m, self.exchange, self.device) for m in entry] for entry in msg["pool"]
+            [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
         ]
         rng = random.Random(msg["seed"])
         crng = random.Random(msg["check_seed"])  # which calls are checked or audited: secret
@@ -445,7 +451,7 @@ class Arena:
                     {
                         "call": i,
                         "recipe": recipe,
-                        "outputs": [wire.pack(o, self.exchange, "co") for o in outs],
+                        "outputs": [self.tx.pack(o, "co") for o in outs],
                     }
                 )
                 last = None
@@ -462,7 +468,7 @@ class Arena:
                 {
                     "call": last["call"],
                     "recipe": last["recipe"],
-                    "outputs": [wire.pack(o, self.exchange, "co") for o in last["outs"]],
+                    "outputs": [self.tx.pack(o, "co") for o in last["outs"]],
                 }
             )
         integrity_notes += self._diff() + self._slack_diffs()
@@ -638,8 +644,8 @@ class Arena:
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
         from torch.profiler import ProfilerActivity, profile
 
-        inputs = [wire.unpack(m, self.exchange, self.device) for m in msg["inputs"]]
-        warm = [wire.unpack(m, self.exchange, self.device) for m in msg.get("warm", [])] or [
+        inputs = [self.rx.unpack(m, self.device) for m in msg["inputs"]]
+        warm = [self.rx.unpack(m, self.device) for m in msg.get("warm", [])] or [
             t.clone() for t in inputs
         ]
         self._call(warm)  # warm on other data: a cache must not serve the profiled call
@@ -757,7 +763,7 @@ class Arena:
             return {"ok": False, "kind": "protocol", "message": "compare before load_b"}
         pol = Policy(**msg["policy"])
         pool = [
-            [wire.unpack(m, self.exchange, self.device) for m in entry] for entry in msg["pool"]
+            [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
         ]
         rng = random.Random(msg["seed"])
         for _ in range(max(pol.warmup_calls, 1)):
@@ -795,6 +801,7 @@ class Arena:
             op = msg.get("op")
             if op == "bye":
                 return
+            self.tx.reset()  # the judge has read the previous reply's tensors
             try:
                 reply = {
                     "verify": self.verify,

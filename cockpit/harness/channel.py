@@ -46,7 +46,12 @@ class ProtocolViolation(Exception):
 
 class Channel:
     def __init__(
-        self, workdir: Path, cache_dir: Path, device: str, memory_bytes: int | None
+        self,
+        workdir: Path,
+        cache_dir: Path,
+        device: str,
+        memory_bytes: int | None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.workdir = workdir
         self.log_path = workdir / "arena.log"
@@ -60,7 +65,7 @@ class Channel:
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.harness.arena", "--fd", str(child.fileno())],
-            pass_fds=[child.fileno()],
+            pass_fds=[child.fileno(), *pass_fds],  # the socket, and the exchange regions
             env=env,
             cwd=workdir,
             stdin=subprocess.DEVNULL,

@@ -67,6 +67,11 @@ class Options:
     # part verifies the public ones); `shards.merge` combines the n results into one. A long
     # `--final` run then spreads over n GPUs.
     shard: tuple[int, int] | None = None
+    # how tensors cross between the judge and the arena: "files" (one file per tensor in a
+    # /dev/shm folder) or "memfd" (two sealed shared-memory regions faulted in once per
+    # evaluation; wire.Region). Same checks either way; session 5 left "files" the default until
+    # a GPU run compares them (`cockpit eval --exchange`).
+    exchange: str = "files"
 
 
 # Calls this short on the GPU are launch-latency territory for every candidate (a single Triton
@@ -128,6 +133,8 @@ class _Evaluation:
         self.deadline = 0.0
         self.ch: Channel | None = None
         self.ex: Path | None = None
+        self.tx: Any = None  # the exchange (wire.Files or wire.Region): to the arena
+        self.rx: Any = None  # ... and from it
         self.in_call = False
         self._stage, self._stage_t0 = "load", time.monotonic()
         self.stage = "load"
@@ -230,14 +237,21 @@ class _Evaluation:
         cache.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             (workdir / name).write_text(text)
+        self.tx, self.rx = wire.exchange(self.opts.exchange, self.ex)
+        fds = tuple(r.fd for r in (self.tx, self.rx) if isinstance(r, wire.Region))
         try:
             mem = self.mem
-            self.ch = Channel(workdir, cache, self.device, None if self.device == "cpu" else mem)
+            self.ch = Channel(
+                workdir, cache, self.device, None if self.device == "cpu" else mem, pass_fds=fds
+            )
             yield workdir, cache
         finally:
             if self.ch:
                 self.res.log_tail = self.ch.log_tail(800)
                 self.ch.close()
+            for r in {id(self.tx): self.tx, id(self.rx): self.rx}.values():
+                if isinstance(r, wire.Region):
+                    r.close()
             shutil.rmtree(workdir, ignore_errors=True)
             shutil.rmtree(self.ex, ignore_errors=True)
 
@@ -276,6 +290,7 @@ class _Evaluation:
         self.in_call = True
         reply = self.ch.request(msg, self.deadline)
         self.in_call = False
+        self.tx.reset()  # the arena has read this request's tensors: the next one starts over
         return reply
 
     # --- load -----------------------------------------------------------------------------------
@@ -288,6 +303,8 @@ class _Evaluation:
             "candidate": str(workdir / "candidate.py"),
             "workdir": str(workdir),
             "exchange": str(self.ex),
+            # the regions' fds (to the arena, from it), inherited by the arena process
+            "regions": [self.tx.fd, self.rx.fd] if isinstance(self.tx, wire.Region) else None,
             "cache_dir": str(cache),
             "n_outputs": len(task.outputs),
             "forbidden_ops": [] if self.exempt else task.forbidden_ops,
@@ -402,7 +419,7 @@ class _Evaluation:
         seed = secrets.randbits(62)
         with _clocked(sr, "verify", "inputs"):
             inputs = tuple(ref.make_inputs(dict(shape.params), seed, str(self.judge_device)))
-            metas = [wire.pack(t, self.ex, "i") for t in inputs]
+            metas = [self.tx.pack(t, "i") for t in inputs]
         perturb = _choose_perturbation(inputs)
         n_fail = len(res.reasons)
         with _clocked(sr, "verify", "request"):
@@ -546,7 +563,7 @@ class _Evaluation:
                     shape=label,
                 )
                 return None
-            outs.append(wire.unpack(m, self.ex, self.judge_device))
+            outs.append(self.rx.unpack(m, self.judge_device))
         return outs
 
     # --- time -----------------------------------------------------------------------------------
@@ -582,7 +599,7 @@ class _Evaluation:
         pol = self.policy
         with _clocked(sr, "time", "inputs"):
             pool = self._input_pool(ref, shape)
-            packed = [[wire.pack(t, self.ex, "p") for t in entry] for entry in pool]
+            packed = [[self.tx.pack(t, "p") for t in entry] for entry in pool]
         rng = random.Random(secrets.randbits(62))
         check_first = sorted(
             rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples))
@@ -685,8 +702,8 @@ class _Evaluation:
         reply = self._request(
             {
                 "op": "profile",
-                "inputs": [wire.pack(t, self.ex, "f") for t in inputs],
-                "warm": [wire.pack(t, self.ex, "w") for t in warm],
+                "inputs": [self.tx.pack(t, "f") for t in inputs],
+                "warm": [self.tx.pack(t, "w") for t in warm],
             }
         )
         if reply.get("ok"):
@@ -942,7 +959,7 @@ class _Comparison(_Evaluation):
     def _pool(self, ref: Any, shape: Shape) -> list[list[dict[str, Any]]]:
         """Input sets for one shape, as `_time_shape` builds them, packed for the arena."""
         return [
-            [wire.pack(t, self.ex, "p") for t in entry] for entry in self._input_pool(ref, shape)
+            [self.tx.pack(t, "p") for t in entry] for entry in self._input_pool(ref, shape)
         ]
 
 

@@ -110,3 +110,147 @@ def combine(a: torch.Tensor, b: torch.Tensor, c: float, s: float) -> torch.Tenso
     if not a.is_floating_point():
         return a.clone()
     return torch.add(a.float().mul(c), b.float(), alpha=s).to(a.dtype)
+
+
+# --- the exchange: files, or two sealed shared-memory regions -----------------------------------
+class Files:
+    """The file exchange: one new file per tensor in the exchange folder, removed by its reader.
+    Simple and one-way, but every transfer allocates fresh pages twice (the file, then the array
+    it is read into): ~400 MB/s each way on the CPU VMs of session 5."""
+
+    kind = "files"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def reset(self) -> None:
+        pass
+
+    def pack(self, t: torch.Tensor, prefix: str = "t") -> dict[str, Any]:
+        return pack(t, self.folder, prefix)
+
+    def unpack(self, meta: dict[str, Any], device: str | torch.device = "cpu") -> torch.Tensor:
+        return unpack(meta, self.folder, device)
+
+
+REGION_ALIGN = 64  # bytes: every tensor starts on a cache line (and a 16-byte vector boundary)
+
+
+class Region:
+    """One direction of the exchange as a memfd both processes map: the writer bump-allocates
+    tensors in it (from offset 0 again at each request) and grows it when needed; the reader
+    copies each tensor out at once and never keeps a view. Pages are faulted in once per
+    evaluation instead of once per transfer (a mapping already faulted in copies at 6-14 GB/s on
+    the same VM where files ran at ~400 MB/s).
+
+    Sealed against shrinking (F_SEAL_SHRINK, then F_SEAL_SEAL): the other side may write garbage
+    into it, which only changes what it reports, but it can never truncate it under the judge's
+    mapping (a SIGBUS in the judge) nor add seals that would block the judge's writes. A reader
+    accepts an offset and size only inside the current file; every reference is validated like a
+    file name in `unpack`."""
+
+    kind = "memfd"
+
+    def __init__(self, fd: int | None = None, name: str = "cockpit-x") -> None:
+        import fcntl
+
+        if fd is None:
+            fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        else:
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            if not seals & fcntl.F_SEAL_SHRINK or not seals & fcntl.F_SEAL_SEAL:
+                raise WireError("the exchange region is not sealed against shrinking")
+        self.fd = fd
+        self.offset = 0  # the writer's next free byte
+        self._map: Any = None
+        self._mapped = 0
+
+    def close(self) -> None:
+        self._map = None
+        os.close(self.fd)
+
+    def reset(self) -> None:
+        self.offset = 0
+
+    def _view(self, offset: int, nbytes: int) -> torch.Tensor:
+        """Bytes [offset, offset + nbytes) of the mapping, remapped larger when the file grew."""
+        import mmap
+
+        end = offset + nbytes
+        if end > self._mapped:
+            size = os.fstat(self.fd).st_size
+            if end > size:
+                raise WireError(f"tensor at {offset} + {nbytes} bytes lies past the region")
+            # map what is needed (with room), not the whole file: the other side may have grown
+            # it to any size
+            length = min(size, max(end, 2 * self._mapped, 64 << 20))
+            try:
+                self._map = mmap.mmap(self.fd, length)  # the old map closes once unviewed
+            except (OSError, ValueError) as exc:
+                raise WireError(f"cannot map {length} bytes of the region: {exc}") from None
+            self._mapped = length
+        return torch.frombuffer(self._map, dtype=torch.uint8, count=nbytes, offset=offset)
+
+    def pack(self, t: torch.Tensor, prefix: str = "t") -> dict[str, Any]:
+        t = t.detach()
+        meta = {
+            "dtype": str(t.dtype).removeprefix("torch."),
+            "shape": list(t.shape),
+            "stride": list(t.stride()),
+            "device": str(t.device),
+            "contiguous": t.is_contiguous(),
+        }
+        c = t.contiguous()
+        nbytes = c.numel() * c.element_size()
+        offset = -(-self.offset // REGION_ALIGN) * REGION_ALIGN
+        if offset + nbytes > os.fstat(self.fd).st_size:
+            grow = max(offset + nbytes, 2 * os.fstat(self.fd).st_size, 1 << 20)
+            os.ftruncate(self.fd, grow)
+        if nbytes:
+            flat = c.reshape(-1)
+            raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+            self._view(offset, nbytes).copy_(raw)
+        self.offset = offset + nbytes
+        meta["region"] = [offset, nbytes]
+        return meta
+
+    def unpack(self, meta: dict[str, Any], device: str | torch.device = "cpu") -> torch.Tensor:
+        where = meta.get("region") if isinstance(meta, dict) else None
+        if (
+            not isinstance(where, list)
+            or len(where) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in where)
+        ):
+            raise WireError(f"malformed region reference {str(where)[:60]!r}")
+        if meta.get("dtype") not in DTYPES:
+            raise WireError(f"unknown dtype {str(meta.get('dtype'))[:30]!r}")
+        shape = meta.get("shape")
+        if (
+            not isinstance(shape, list)
+            or len(shape) > 8
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+        ):
+            raise WireError("malformed tensor shape")
+        dtype = getattr(torch, meta["dtype"])
+        offset, nbytes = where
+        expect = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+        if nbytes != expect:
+            raise WireError(f"region tensor holds {nbytes} bytes, its shape needs {expect}")
+        out = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        if nbytes:
+            out.copy_(self._view(offset, nbytes))  # a copy: the other side may rewrite the region
+        if dtype == torch.bool:
+            return out.ne(0).reshape(shape)
+        return out.view(dtype).reshape(shape)
+
+
+def exchange(kind: str, folder: Path) -> tuple[Any, Any]:
+    """(to the arena, from the arena) for the judge: the file exchange in `folder`, or two
+    sealed regions (`kind` "memfd"; their fds go to the arena with its configuration)."""
+    if kind == "memfd":
+        return Region(name="cockpit-to-arena"), Region(name="cockpit-to-judge")
+    if kind != "files":
+        raise ValueError(f"unknown exchange {kind!r} (files or memfd)")
+    f = Files(folder)
+    return f, f
