@@ -383,7 +383,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
         "task": meta.get("task"),
         "device": meta.get("device"),
         "state": state,
-        # why it is in that state (`interrupted by SIGTERM`, `time limit (6m)`, `by command`…);
+        # why it is in that state (`interrupted by SIGTERM`, `time limit of 6m reached`, `by command`…);
         # None while running, or for a record whose engine died without saying
         "reason": meta.get("state_reason")
         if state == meta.get("state") and state != "running"

@@ -1229,7 +1229,7 @@ class Engine:
         if self.deadline is None or self.stopping or time.monotonic() < self.deadline:
             return
         self.stopping = True
-        self.stop_reason = f"time limit ({_duration(self.cfg.max_time_s)})"
+        self.stop_reason = f"time limit of {_duration(self.cfg.max_time_s)} reached"
         for b in list(self.branches.values()):
             self._cancel(b, "the time limit is reached")
         n = len(self.inflight)

@@ -84,9 +84,9 @@ def test_max_time_stops_starting_evaluations_and_loses_none(cockpit: Cockpit) ->
     assert "session timed: stopped" in proc.stdout
     folder = cockpit.folder("timed")
     st = cockpit.status("timed")
-    assert (st["state"], st["reason"]) == ("stopped", "time limit (4s)")
+    assert (st["state"], st["reason"]) == ("stopped", "time limit of 4s reached")
     assert 1 <= st["evaluations"] < 200
-    assert _last_state(folder) == {"state": "stopped", "reason": "time limit (4s)"}
+    assert _last_state(folder) == {"state": "stopped", "reason": "time limit of 4s reached"}
     notes = [e.payload["text"] for e in events(folder, ev.NOTE)]
     assert any(t.startswith("time limit of 4s reached") for t in notes), notes
     # what was in flight finished and was recorded: nothing is left half-evaluated
