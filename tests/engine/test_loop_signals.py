@@ -11,11 +11,28 @@ from __future__ import annotations
 import signal
 import subprocess
 
+import psutil
 import pytest
-from engine_helpers import COCKPIT, RUN_OPTS, TOYTASK, Cockpit, candidates, events, wait_for
+from engine_helpers import (
+    COCKPIT,
+    RUN_OPTS,
+    TOYTASK,
+    Cockpit,
+    candidates,
+    descendants,
+    events,
+    wait_for,
+)
 
 from cockpit.store import engine_pid
 from cockpit.store import events as ev
+
+
+def _cmd(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
 
 
 def _last_state(folder) -> dict:
@@ -39,11 +56,13 @@ def test_a_signal_during_an_evaluation_stops_the_session_cleanly_and_resume_fini
         cwd=cockpit.cwd,
     )
     try:
+        # during an evaluation: its candidate's process (the arena) is up. (On the event alone
+        # the signal could land while the worker process was still being spawned, which then
+        # prints multiprocessing's EOFError as it finds its parent gone.)
         wait_for(
-            lambda: folder.joinpath("session.db").exists()
-            and events(folder, ev.EVALUATION_STARTED),
+            lambda: any("cockpit.harness.arena" in _cmd(p) for p in descendants(proc.pid)),
             120,
-            "the first evaluation to start",
+            "an evaluation's arena process",
         )
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
