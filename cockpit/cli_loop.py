@@ -89,6 +89,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         seed=args.seed,
         ab_confirm=getattr(args, "ab", "auto"),
         max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
+        exchange=getattr(args, "exchange", "files"),
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
 
@@ -604,6 +605,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="evaluations without improvement before escalating",
         )
         s.add_argument("--seed", type=int, default=0)
+        s.add_argument(
+            "--exchange",
+            choices=["files", "memfd"],
+            default="files",
+            help="how evaluations move tensors to the candidate's process (see `cockpit eval`)",
+        )
         s.add_argument(
             "--max-time",
             metavar="DURATION",

@@ -25,6 +25,7 @@ class EngineConfig:
     # stop starting evaluations after this many seconds of this run (0: no limit); the ones in
     # flight finish, then the session is `stopped` ("time limit"), resumable like any other
     max_time_s: float = 0.0
+    exchange: str = "files"  # how evaluations move tensors: files | memfd (Options.exchange)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

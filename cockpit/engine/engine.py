@@ -1249,7 +1249,7 @@ class Engine:
         from cockpit.engine.telemetry import TelemetrySampler
         from cockpit.engine.workers import WorkerPool
 
-        self.pool = self.pool or WorkerPool(self.cfg.device)
+        self.pool = self.pool or WorkerPool(self.cfg.device, self.cfg.exchange)
         sampler = TelemetrySampler(self.dir)
         final = "done"
         try:

@@ -36,6 +36,7 @@ def _evaluate(
     device: str,
     mode: str,
     incumbent: dict[str, Any] | None = None,
+    exchange: str = "files",
 ) -> dict[str, Any]:
     """Judge one candidate. With `incumbent` ({"source", "score_us"}) and a passing candidate
     whose own score is not worse, also time both interleaved in one process (`judge.compare`)
@@ -45,7 +46,8 @@ def _evaluate(
     from cockpit.harness.task import load_task
 
     task = load_task(task_root)
-    result = evaluate(task, name, Options(device=device, mode=mode), source=source).to_dict()
+    opts = Options(device=device, mode=mode, exchange=exchange)
+    result = evaluate(task, name, opts, source=source).to_dict()
     score = result.get("score_us")
     if (
         incumbent
@@ -55,7 +57,7 @@ def _evaluate(
         and score <= incumbent["score_us"]
     ):
         try:
-            ab = compare(task, source, incumbent["source"], Options(device=device, mode=mode))
+            ab = compare(task, source, incumbent["source"], opts)
         except Exception as exc:  # noqa: BLE001 - a failed comparison falls back to the scores
             ab = {"ok": False, "kind": "crash", "message": f"{type(exc).__name__}: {exc}"}
         ab["incumbent"] = incumbent.get("id")
@@ -91,8 +93,9 @@ def visible_ids(visible: str | None, count: int) -> list[str]:
 
 
 class WorkerPool:
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, exchange: str = "files") -> None:
         self.device = device
+        self.exchange = exchange  # Options.exchange of every evaluation
         ctx = mp.get_context("spawn")
         self.devices: list[str] = []  # CUDA_VISIBLE_DEVICES of each worker, in slot order
         if device == "cpu":
@@ -133,7 +136,9 @@ class WorkerPool:
         incumbent: dict[str, Any] | None = None,
     ) -> Future:
         device = "cpu" if self.device == "cpu" else "cuda"
-        fut = self.slots[slot].submit(_evaluate, task_root, name, source, device, mode, incumbent)
+        fut = self.slots[slot].submit(
+            _evaluate, task_root, name, source, device, mode, incumbent, self.exchange
+        )
         self.busy[slot] = fut
         return fut
 

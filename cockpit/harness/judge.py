@@ -324,6 +324,9 @@ class _Evaluation:
         loaded = self.ch.recv(self.deadline)
         self.in_call = False
         self.res.protections = loaded.get("protections", {})
+        self.res.protections["exchange"] = (
+            "memfd (sealed against shrinking)" if isinstance(self.tx, wire.Region) else "files"
+        )
         if not loaded.get("ok"):
             self.res.fail(
                 loaded.get("kind", "import_error"), loaded.get("message", ""), stage="load"

@@ -139,3 +139,19 @@ def test_durations_parse_in_every_documented_form() -> None:
         90, 90, 900, 5400, 9000, 86400
     ]
     assert [_duration(s) for s in (4, 90, 5400, 7200)] == ["4s", "1m30s", "1h30m", "2h"]
+
+
+def test_a_run_can_move_tensors_through_the_memfd_exchange(cockpit: Cockpit) -> None:
+    proc = cockpit("run", str(TOYTASK), "--session", "mx", "--budget", "2", "--beam", "2",
+                   "--exchange", "memfd", *RUN_OPTS, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    st = cockpit.status("mx")
+    assert (st["state"], st["evaluations"]) == ("done", 2)
+    assert all(c["status"] == "ok" for c in st["candidate_list"])
+    from cockpit.store import SessionRecord
+
+    with SessionRecord.open_readonly(cockpit.folder("mx")) as rec:
+        assert rec.meta()["config"]["exchange"] == "memfd"
+    done = events(cockpit.folder("mx"), ev.EVALUATION_FINISHED)
+    assert len(done) == 2
+    assert all(e.payload["protections"]["exchange"].startswith("memfd") for e in done)

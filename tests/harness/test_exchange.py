@@ -90,6 +90,8 @@ def test_a_seed_passes_through_the_memfd_exchange_as_through_files() -> None:
     res = run_judge("softmax", seed, exchange="memfd")
     assert res.status == "ok", describe(res)
     assert res.breakdown_s["verify"]["request"] > 0
+    assert res.protections["exchange"] == "memfd (sealed against shrinking)"
+    assert run_judge("softmax", seed).protections["exchange"] == "files"
 
 
 TRUNCATE = '''"""At every call, tries to pull the exchange regions out from under the judge (ftruncate to
