@@ -279,3 +279,18 @@ def test_graphs_are_off_on_the_cpu_and_capped_by_memory(seed, monkeypatch):
     if seed == "fused":  # measured: at 640 x 512 the graph's copies cost more than it saves
         assert module._graph_bytes(640, 512) > module.GRAPH_MAX_BYTES
     assert module._graph_bytes(8200, 512) > module.GRAPH_MAX_BYTES  # > 2**31 elements
+
+
+def test_few_large_matrices_take_the_wider_panel_when_asked(monkeypatch):
+    """FEW_NB (triton_fused): a few large matrices factor in wider panels. Scaled down so the
+    interpreter can run it: 2 matrices of n = 100 count as "few and large" (FEW_MIN_N = 64), and
+    FEW_NB = 64 gives panels 64 wide where NB gives 32; more matrices keep NB."""
+    module = SEEDS["fused"]
+    a = ref.make_inputs({"batch": 2, "n": 100, "cond": 2, "family": "mixed"}, 4, "cpu")[0]
+    with monkeypatch.context() as m:
+        m.setattr(module, "FEW_MIN_N", 64)
+        m.setattr(module, "FEW_NB", 64)
+        assert module._panel_width(2, 100) == 64 and module._panel_width(3, 100) == module.NB
+        assert module._panel_width(2, 40) == module.NB  # not large
+        assert_passes(a, run("fused", a, m), "FEW_NB=64")
+    assert module._panel_width(2, 100) == module.NB  # off by default

@@ -82,6 +82,7 @@ TUNABLES = {
     "FUSED_MAX_N": [32, 64, 128],
     "FUSED_ELEMS_PER_THREAD": [8, 16, 32],
     "NB": [16, 32, 64],
+    "FEW_NB": [0, 64],
     "NB_OUTER": [0, 64, 128],
     "REG_ELEMS": [4096, 8192, 16384],
 }
@@ -90,6 +91,12 @@ FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused l
 # faster (one program per 33x33 matrix was latency-bound), n = 100 1.3x, geomean 868 -> 751 us
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
 NB = 32  # panel width of the blocked path
+FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n >= 1500 are the
+# hidden shapes still behind geqrf (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500 0.95x): 94
+# panels of 32 columns, each a chain of launch-bound column steps; wider panels halve the chain
+# count and give the trailing update bigger products. Unmeasured (session 5)
+FEW_BATCH = 2
+FEW_MIN_N = 1024
 NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide panels that update
 # only their own block column, then update the trailing matrix once with all NB_OUTER reflectors
 # (compact WY, T merged from the panels' T's). At 640 x 512 the NB = 32 trailing updates are
@@ -654,7 +661,7 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
         _fused(a, h, tau, 0, n)
         return h, tau
     h = a.clone() if a is A and not inplace else a
-    nb = max(1, min(NB, n))
+    nb = _panel_width(batch, n)
     v = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
     t = torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device)
     outer = NB_OUTER if nb < NB_OUTER else 0
@@ -671,6 +678,13 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
     if k < n:
         _fused(h, h, tau, k, n - k)
     return h, tau
+
+
+def _panel_width(batch: int, n: int) -> int:
+    """NB, or FEW_NB for a few large matrices (batch <= FEW_BATCH, n >= FEW_MIN_N)."""
+    if FEW_NB and batch <= FEW_BATCH and n >= FEW_MIN_N:
+        return max(1, min(FEW_NB, n))
+    return max(1, min(NB, n))
 
 
 def _factor_block(h, tau, v, t, k0, width, nb):
@@ -714,7 +728,7 @@ _GRAPHS: OrderedDict = OrderedDict()  # (shape, device) -> (graph, static input,
 
 def _graph_bytes(batch: int, n: int) -> int:
     """Memory a graph keeps (bounded): static input (= H), H, tau, V and update scratch."""
-    nb = max(1, min(NB, n))
+    nb = _panel_width(batch, n)
     outer = NB_OUTER if nb < NB_OUTER else 0  # the two-level step's V (and smaller T, G)
     return 4 * batch * n * (2 * n + 2 * nb + 1 + 2 * outer)
 
