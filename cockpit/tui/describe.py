@@ -78,7 +78,8 @@ def describe(e: Event) -> tuple[str, str]:
     if k == "proposal_discarded":
         return f"⊘ {b} late reply discarded{_cost(p)}", "muted"
     if k == ev.EVALUATION_STARTED:
-        return f"{c} {b} evaluating", "muted"
+        gpu = f" on GPU {p['gpu']}" if p.get("gpu") not in (None, "") else ""
+        return f"{c} {b} evaluating{gpu}", "muted"
     if k == ev.PROPOSAL_FAILED:
         return f"✗ {b} no proposal: {p.get('reason', '')}{_cost(p)}", "bad"
     if k == ev.PLATEAU_DETECTED:

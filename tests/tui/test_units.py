@@ -139,3 +139,11 @@ def test_describe_shows_llm_caps_of_a_budget_change():
         == "budget 40 evaluations, LLM cap $5.00 / 200,000 tokens"
     )
     assert line({"budget": 40, "usd": None, "tokens": None}).endswith("LLM cap none / none")
+
+
+def test_describe_says_which_gpu_an_evaluation_runs_on():
+    started = {"worker": 1, "device": "cuda", "gpu": "3"}
+    e = Event(1, 0.0, ev.EVALUATION_STARTED, "b2", "c9", started)
+    assert describe(e) == ("c9 b2 evaluating on GPU 3", "muted")
+    cpu = Event(2, 0.0, ev.EVALUATION_STARTED, "b2", "c9", {"worker": 0, "device": "cpu"})
+    assert describe(cpu) == ("c9 b2 evaluating", "muted")
