@@ -30,16 +30,37 @@ def exchange_root() -> Path:
     )
 
 
-def pack(t: torch.Tensor, folder: Path, prefix: str = "t") -> dict[str, Any]:
-    t = t.detach()
-    meta = {
+def _describe(t: torch.Tensor) -> dict[str, Any]:
+    """What travels with a tensor's bytes: dtype, shape, and how the sender held it."""
+    return {
         "dtype": str(t.dtype).removeprefix("torch."),
         "shape": list(t.shape),
         "stride": list(t.stride()),
         "device": str(t.device),
         "contiguous": t.is_contiguous(),
-        "file": f"{prefix}{os.getpid()}_{next(_counter)}.bin",
     }
+
+
+def _expected(meta: Any) -> tuple[torch.dtype, list[int], int]:
+    """(dtype, shape, bytes) of a tensor reference from the other side, validated: a known dtype,
+    at most 8 non-negative integer dimensions. WireError otherwise."""
+    name = meta.get("dtype") if isinstance(meta, dict) else None
+    if name not in DTYPES:
+        raise WireError(f"unknown dtype {str(name)[:30]!r}")
+    shape = meta.get("shape")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 8
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise WireError("malformed tensor shape")
+    dtype = getattr(torch, meta["dtype"])
+    return dtype, shape, math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+
+
+def pack(t: torch.Tensor, folder: Path, prefix: str = "t") -> dict[str, Any]:
+    t = t.detach()
+    meta = _describe(t) | {"file": f"{prefix}{os.getpid()}_{next(_counter)}.bin"}
     c = t.contiguous()
     if c.dtype in _VIEW_AS:
         c = c.view(_VIEW_AS[c.dtype])
@@ -75,20 +96,10 @@ def unpack(
     name = meta.get("file") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not _FILE.fullmatch(name):
         raise WireError(f"malformed tensor file name {str(name)[:60]!r}")
-    if meta.get("dtype") not in DTYPES:
-        raise WireError(f"unknown dtype {str(meta.get('dtype'))[:30]!r}")
-    shape = meta.get("shape")
-    if (
-        not isinstance(shape, list)
-        or len(shape) > 8
-        or not all(isinstance(d, int) and d >= 0 for d in shape)
-    ):
-        raise WireError("malformed tensor shape")
-    dtype = getattr(torch, meta["dtype"])
+    dtype, shape, expect = _expected(meta)
     path = folder / name
     if path.is_symlink() or not path.is_file():
         raise WireError(f"tensor file {name} is missing or not a plain file")
-    expect = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
     if path.stat().st_size != expect:
         raise WireError(
             f"tensor file {name} holds {path.stat().st_size} bytes, its shape needs {expect}"
@@ -194,13 +205,7 @@ class Region:
 
     def pack(self, t: torch.Tensor, prefix: str = "t") -> dict[str, Any]:
         t = t.detach()
-        meta = {
-            "dtype": str(t.dtype).removeprefix("torch."),
-            "shape": list(t.shape),
-            "stride": list(t.stride()),
-            "device": str(t.device),
-            "contiguous": t.is_contiguous(),
-        }
+        meta = _describe(t)
         c = t.contiguous()
         nbytes = c.numel() * c.element_size()
         offset = -(-self.offset // REGION_ALIGN) * REGION_ALIGN
@@ -223,18 +228,8 @@ class Region:
             or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in where)
         ):
             raise WireError(f"malformed region reference {str(where)[:60]!r}")
-        if meta.get("dtype") not in DTYPES:
-            raise WireError(f"unknown dtype {str(meta.get('dtype'))[:30]!r}")
-        shape = meta.get("shape")
-        if (
-            not isinstance(shape, list)
-            or len(shape) > 8
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
-        ):
-            raise WireError("malformed tensor shape")
-        dtype = getattr(torch, meta["dtype"])
+        dtype, shape, expect = _expected(meta)
         offset, nbytes = where
-        expect = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
         if nbytes != expect:
             raise WireError(f"region tensor holds {nbytes} bytes, its shape needs {expect}")
         out = torch.empty(nbytes, dtype=torch.uint8, device=device)
