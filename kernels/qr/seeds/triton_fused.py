@@ -92,9 +92,9 @@ FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused l
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
 NB = 32  # panel width of the blocked path
 FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n >= 1500 are the
-# hidden shapes still behind geqrf (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500 0.95x): 94
-# panels of 32 columns, each a chain of launch-bound column steps; wider panels halve the chain
-# count and give the trailing update bigger products. Unmeasured (session 5)
+# hidden shapes still behind the library QR (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500
+# 0.95x): 94 panels of 32 columns, each a chain of launch-bound column steps; wider panels halve
+# the chain count and give the trailing update bigger products. Unmeasured (session 5)
 FEW_BATCH = 2
 FEW_MIN_N = 1024
 NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide panels that update
