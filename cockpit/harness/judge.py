@@ -32,7 +32,7 @@ import torch
 
 from cockpit.harness import baselines, scoring, wire
 from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, ProtocolViolation
-from cockpit.harness.result import Result, ShapeResult
+from cockpit.harness.result import Result, ShapeResult, sum_breakdowns
 from cockpit.harness.static_scan import scan
 from cockpit.harness.task import Shape, Task
 from cockpit.harness.timing import PRESETS, Policy, compare_interleaved, summarize
@@ -213,11 +213,7 @@ class _Evaluation:
         self.stage = "done"
         res.stage_s.pop("done", None)
         res.wall_s = time.monotonic() - t0
-        for sr in res.shapes:
-            for stage, parts in sr.breakdown_s.items():
-                total = res.breakdown_s.setdefault(stage, {})
-                for key, v in parts.items():
-                    total[key] = round(total.get(key, 0.0) + v, 3)
+        res.breakdown_s = sum_breakdowns(sr.breakdown_s for sr in res.shapes)
         res.env = {"torch": torch.__version__, "machine": scoring.machine_key(self.device)}
         return res
 

@@ -110,6 +110,18 @@ class ShapeResult:
         return self.timing.median_us if self.timing else None
 
 
+def sum_breakdowns(items: Any) -> dict[str, dict[str, float]]:
+    """`breakdown_s` dicts ({stage: {part: seconds}}) added up: the shapes of one result, or the
+    parts of a sharded evaluation."""
+    out: dict[str, dict[str, float]] = {}
+    for b in items:
+        for stage, parts in (b or {}).items():
+            total = out.setdefault(stage, {})
+            for key, v in parts.items():
+                total[key] = round(total.get(key, 0.0) + v, 3)
+    return out
+
+
 @dataclass
 class Result:
     task: str

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.harness import scoring
-from cockpit.harness.result import SEVERITY
+from cockpit.harness.result import SEVERITY, sum_breakdowns
 
 
 class MergeError(ValueError):
@@ -118,12 +118,7 @@ def merge(parts: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         for k, v in (d.get("stage_s") or {}).items():
             stage[k] = round(stage.get(k, 0.0) + v, 3)
     out["stage_s"] = stage  # summed over the parts: device-seconds per stage
-    split: dict[str, dict[str, float]] = {}
-    for _, d in parts:
-        for st, keys in (d.get("breakdown_s") or {}).items():
-            for k, v in keys.items():
-                split.setdefault(st, {})[k] = round(split.get(st, {}).get(k, 0.0) + v, 3)
-    out["breakdown_s"] = split  # summed the same way
+    out["breakdown_s"] = sum_breakdowns(d.get("breakdown_s") for _, d in parts)  # the same way
     census = [d["profile"] for _, d in parts if "launches" in (d.get("profile") or {})]
     out["profile"] = census[0] if census else first.get("profile", {})  # part 1 profiles
     _rescore(out, parts)
