@@ -16,15 +16,16 @@ import argparse
 import json
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-from rich.console import Console
-from rich.table import Table
 
-from cockpit.harness import wire
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the GPU image installs nothing
+
+from cockpit.harness import wire  # noqa: E402
 
 
 def _ends(kind: str, folder: Path):
@@ -82,20 +83,35 @@ def main() -> None:
                     "times_s": times,
                 }
             )
-    table = Table(title=f"pack + unpack of one tensor, {args.device} ({args.transfers} transfers)")
-    for col in ("MB", "exchange", "first (s)", "median of the rest (s)", "GB/s", "vs files"):
-        table.add_column(col, justify="right")
+    cols = ("MB", "exchange", "first (s)", "median of the rest (s)", "GB/s", "vs files")
+    lines = []
     for r in rows:
         files = next(x for x in rows if x["size_mb"] == r["size_mb"] and x["exchange"] == "files")
-        table.add_row(
-            str(r["size_mb"]),
-            r["exchange"],
-            f"{r['first_s']:.3f}",
-            f"{r['median_s']:.3f}",
-            f"{r['gb_s']:.2f}",
-            f"{files['median_s'] / r['median_s']:.1f}x",
+        lines.append(
+            (
+                str(r["size_mb"]),
+                r["exchange"],
+                f"{r['first_s']:.3f}",
+                f"{r['median_s']:.3f}",
+                f"{r['gb_s']:.2f}",
+                f"{files['median_s'] / r['median_s']:.1f}x",
+            )
         )
-    Console().print(table)
+    title = f"pack + unpack of one tensor, {args.device} ({args.transfers} transfers)"
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # the GPU image has no rich
+        print(title)
+        for line in (cols, *lines):
+            print("  ".join(f"{c:>22}" for c in line))
+    else:
+        table = Table(title=title)
+        for col in cols:
+            table.add_column(col, justify="right")
+        for line in lines:
+            table.add_row(*line)
+        Console().print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"device": args.device, "torch": torch.__version__, "rows": rows}
     (args.out / "exchange.json").write_text(json.dumps(doc, indent=1))

@@ -10,7 +10,8 @@
 #   DRY=1 GPU0=… GPU1=… bash bench/h200_seeds.sh                      # print the plan
 #
 # TASK (default qr); PRE0 / PRE1: a shell line run first on GPU 0 / 1 (a sweep, a timing run; PRE
-# is PRE0; it sees $RES, the folder that is packed, for its --out); LIMIT (seconds per GPU, all
+# is PRE0; it sees $RES, the folder that is packed, for its --out); POST0 / POST1: the same, run
+# after the parts, with what is left of LIMIT (put optional work there: the parts go first); LIMIT (seconds per GPU, all
 # steps together, default 580); DEVICE (cuda) and MODE (--final; the CPU test runs DEVICE=cpu
 # MODE=--quick). Everything comes back as $OUT/h200-seeds.tgz.
 set -u
@@ -50,12 +51,18 @@ PRE0=${PRE0:-${PRE:-}}
     step 0 pre0 bash -c "$PRE0"  # a shell line: chain steps with ';' or '&&'
   fi
   parts 0 "${GPU0:-}"
+  if [ -n "${POST0:-}" ]; then
+    step 0 post0 bash -c "$POST0"
+  fi
 ) &
 (
   if [ -n "${PRE1:-}" ]; then
     step 1 pre1 bash -c "$PRE1"
   fi
   parts 1 "${GPU1:-}"
+  if [ -n "${POST1:-}" ]; then
+    step 1 post1 bash -c "$POST1"
+  fi
 ) &
 wait
 if [ -z "${DRY:-}" ]; then

@@ -341,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--shard",
         metavar="K/N",
-        help="only the K-th of N parts of the hidden and benchmark shapes (one per GPU); "
-        "combine the N results with `cockpit merge`",
+        help="only the K-th of N parts of the hidden and benchmark shapes (one per GPU; part 1 "
+        "also verifies the public ones); combine the N results with `cockpit merge`",
     )
     s.add_argument(
         "--parts",

@@ -63,8 +63,8 @@ class Options:
     )
     progress: Progress | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    # (k, n): verify and time only the k-th of n parts of the hidden and benchmark shapes (every
-    # part verifies the public ones); `shards.merge` combines the n results into one. A long
+    # (k, n): verify and time only the k-th of n parts of the hidden and benchmark shapes (part 1
+    # also verifies the public ones); `shards.merge` combines the n results into one. A long
     # `--final` run then spreads over n GPUs.
     shard: tuple[int, int] | None = None
     # how tensors cross between the judge and the arena: "files" (one file per tensor in a
@@ -371,13 +371,17 @@ class _Evaluation:
 
     # --- verify ---------------------------------------------------------------------------------
     def _shapes(self, name: str) -> list[Shape]:
-        """The shapes of a set this evaluation covers: all of them, or with `shard` (k, n) the
-        public ones and every n-th of the hidden-then-benchmark list from the k-th on, so each
-        part gets its share of the slow and the verify-only shapes."""
+        """The shapes of a set this evaluation covers: all of them, or with `shard` (k, n) every
+        n-th of the hidden-then-benchmark list from the k-th on, so each part gets its share of
+        the slow and the verify-only shapes, and the public ones in part 1 alone (the merge takes
+        their verdicts from part 1; verifying them in every part cost a slow QR seed ~150 of its
+        ~340 GPU-seconds per part on the H200, session 6)."""
         shapes = self._all(name)
-        if self.opts.shard is None or name == "public":
+        if self.opts.shard is None:
             return shapes
         k, n = self.opts.shard
+        if name == "public":
+            return shapes if k == 1 else []
         offset = len(self._all("hidden")) if name == "benchmark" else 0
         return [s for i, s in enumerate(shapes) if (offset + i) % n == k - 1]
 

@@ -1,5 +1,5 @@
 """One evaluation in parts: `cockpit eval … --shard K/N` verifies and times the K-th of N parts of
-the hidden and benchmark shapes (every part verifies the public ones), and `merge` combines the N
+the hidden and benchmark shapes (part 1 also verifies the public ones), and `merge` combines the N
 results into the one result an unsharded run would give: the union of the shapes, the worst
 verdict, and the geometric means recomputed from the per-shape times and floors.
 

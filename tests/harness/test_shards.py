@@ -51,7 +51,7 @@ def parts(tmp_path_factory) -> dict:
     }
 
 
-def test_parts_split_the_hidden_and_benchmark_shapes_and_each_verifies_the_public_ones(parts):
+def test_parts_split_the_hidden_and_benchmark_shapes_and_the_first_verifies_the_public_ones(parts):
     whole, p1, p2 = parts["whole"], parts["p1"], parts["p2"]
     assert p1["shard"] == "1/2" and p2["shard"] == "2/2" and whole["shard"] is None
     assert p1["status"] == p2["status"] == "ok"
@@ -59,8 +59,9 @@ def test_parts_split_the_hidden_and_benchmark_shapes_and_each_verifies_the_publi
     assert a and b and not a & b
     assert a | b == set(keys(whole))
     public = [k for k in keys(whole, public=True) if k[1] == "public"]
-    for p in (p1, p2):
-        assert [k for k in keys(p, public=True) if k[1] == "public"] == public
+    assert public
+    assert [k for k in keys(p1, public=True) if k[1] == "public"] == public
+    assert not [k for k in keys(p2, public=True) if k[1] == "public"]
     # hidden and benchmark shapes are dealt in turn, so both parts get hidden and benchmark ones
     for p in (p1, p2):
         assert {s for _, s in keys(p)} == {"hidden", "benchmark"}
@@ -200,3 +201,31 @@ def test_parts_of_a_candidate_wrong_on_one_shape_exit_1(tmp_path):
 def test_bad_parts_are_usage_errors(extra, words):
     r = cockpit("eval", "softmax", str(SEED), "--device", "cpu", "--quick", *extra)
     _one_line_error(r, words)
+
+
+def test_a_candidate_wrong_on_a_public_shape_fails_the_merge_though_part_2_never_sees_it(
+    parts, tmp_path
+):
+    """The public shapes are verified in part 1 alone: part 2 passes, the merge must not."""
+    task = load_task("softmax")
+    public = task.shape_set("cpu", "public")[0]
+    dealt = task.shape_set("cpu", "hidden") + task.shape_set("cpu", "benchmark")
+    p = public.params
+    assert all((s.params["rows"], s.params["cols"]) != (p["rows"], p["cols"]) for s in dealt)
+    bad = tmp_path / "public_shape.py"
+    bad.write_text(
+        "import torch\n\n"
+        "def kernel(x):\n"
+        "    y = torch.softmax(x.float(), -1)\n"
+        f"    if tuple(x.shape) == ({p['rows']}, {p['cols']}):\n"
+        "        y = y * 1.05\n"
+        "    return y.to(x.dtype)\n"
+    )
+    p1 = eval_json(bad, tmp_path / "p1.json", "--shard", "1/2")
+    p2 = eval_json(bad, tmp_path / "p2.json", "--shard", "2/2")
+    assert p1["status"] == "wrong" and p2["status"] == "ok"
+    r = cockpit("merge", str(tmp_path / "p1.json"), str(tmp_path / "p2.json"), "--json")
+    assert r.returncode == 1, r.stderr
+    m = json.loads(r.stdout)
+    assert m["status"] == "wrong"
+    assert [s["ok"] for s in m["shapes"] if s["set"] == "public"][0] is False
