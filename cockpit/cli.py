@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES
+
 
 class UsageError(Exception):
     """Bad usage or bad input: one line on stderr, exit 2."""
@@ -333,10 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-profile", action="store_true", help="skip the kernel census")
     s.add_argument(
         "--exchange",
-        choices=["files", "memfd"],
-        default="files",
-        help="how tensors cross between the judge and the candidate's process: a file each "
-        "(default) or two sealed shared-memory regions (fewer page faults; same checks)",
+        choices=list(EXCHANGES),
+        default=DEFAULT_EXCHANGE,
+        help="how tensors cross between the judge and the candidate's process: two sealed "
+        "shared-memory regions (the default; 8x faster per transfer on an H200) or a file each "
+        "(same checks)",
     )
     s.add_argument(
         "--shard",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.cli import UsageError, _device, _load_task
+from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES
 
 
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
@@ -89,7 +90,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         seed=args.seed,
         ab_confirm=getattr(args, "ab", "auto"),
         max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
-        exchange=getattr(args, "exchange", "files"),
+        exchange=getattr(args, "exchange", DEFAULT_EXCHANGE),
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
 
@@ -607,8 +608,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         s.add_argument("--seed", type=int, default=0)
         s.add_argument(
             "--exchange",
-            choices=["files", "memfd"],
-            default="files",
+            choices=list(EXCHANGES),
+            default=DEFAULT_EXCHANGE,
             help="how evaluations move tensors to the candidate's process (see `cockpit eval`)",
         )
         s.add_argument(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cockpit.harness import DEFAULT_EXCHANGE
+
 
 @dataclass
 class EngineConfig:
@@ -25,7 +27,7 @@ class EngineConfig:
     # stop starting evaluations after this many seconds of this run (0: no limit); the ones in
     # flight finish, then the session is `stopped` ("time limit"), resumable like any other
     max_time_s: float = 0.0
-    exchange: str = "files"  # how evaluations move tensors: files | memfd (Options.exchange)
+    exchange: str = DEFAULT_EXCHANGE  # how evaluations move tensors (Options.exchange)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

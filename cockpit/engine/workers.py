@@ -14,6 +14,8 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from cockpit.harness import DEFAULT_EXCHANGE
+
 
 def _init_worker(visible: str | None, engine_pid: int | None = None) -> None:
     if visible is not None:
@@ -36,7 +38,7 @@ def _evaluate(
     device: str,
     mode: str,
     incumbent: dict[str, Any] | None = None,
-    exchange: str = "files",
+    exchange: str = DEFAULT_EXCHANGE,
 ) -> dict[str, Any]:
     """Judge one candidate. With `incumbent` ({"source", "score_us"}) and a passing candidate
     whose own score is not worse, also time both interleaved in one process (`judge.compare`)
@@ -93,7 +95,7 @@ def visible_ids(visible: str | None, count: int) -> list[str]:
 
 
 class WorkerPool:
-    def __init__(self, device: str, exchange: str = "files") -> None:
+    def __init__(self, device: str, exchange: str = DEFAULT_EXCHANGE) -> None:
         self.device = device
         self.exchange = exchange  # Options.exchange of every evaluation
         ctx = mp.get_context("spawn")

@@ -256,6 +256,8 @@ class Arena:
             guarded=[
                 me,
                 wire,
+                wire.Region,  # the exchange's classes: rebinding Region.pack is a patch too
+                wire.Files,
                 integrity,
                 sys.modules["cockpit.harness.timing"],
                 Arena,

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from cockpit.harness import baselines, scoring, wire
+from cockpit.harness import DEFAULT_EXCHANGE, baselines, scoring, wire
 from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, ProtocolViolation
 from cockpit.harness.result import Result, ShapeResult, sum_breakdowns
 from cockpit.harness.static_scan import scan
@@ -67,11 +67,11 @@ class Options:
     # also verifies the public ones); `shards.merge` combines the n results into one. A long
     # `--final` run then spreads over n GPUs.
     shard: tuple[int, int] | None = None
-    # how tensors cross between the judge and the arena: "files" (one file per tensor in a
-    # /dev/shm folder) or "memfd" (two sealed shared-memory regions faulted in once per
-    # evaluation; wire.Region). Same checks either way; session 5 left "files" the default until
-    # a GPU run compares them (`cockpit eval --exchange`).
-    exchange: str = "files"
+    # how tensors cross between the judge and the arena: "memfd" (two sealed shared-memory
+    # regions faulted in once per evaluation; wire.Region) or "files" (one file per tensor in a
+    # /dev/shm folder). Same checks either way; memfd is the default since the H200 compared
+    # them (session 6, cockpit.harness.DEFAULT_EXCHANGE).
+    exchange: str = DEFAULT_EXCHANGE
 
 
 # Calls this short on the GPU are launch-latency territory for every candidate (a single Triton

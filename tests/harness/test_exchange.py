@@ -1,5 +1,5 @@
-"""The memfd exchange (`Options(exchange="memfd")`, `cockpit eval --exchange memfd`): two sealed
-shared-memory regions instead of one file per tensor. The bytes are the same and so are the
+"""The memfd exchange (the default since session 6; `cockpit eval --exchange files` is the other):
+two sealed shared-memory regions instead of one file per tensor. The bytes are the same and so are the
 checks; what must hold is that the other side, which runs candidate code, can neither make the
 judge read outside a region nor pull the region out from under the judge's mapping."""
 
@@ -87,11 +87,13 @@ def test_a_forged_reference_is_a_wire_error(forge, message) -> None:
 
 def test_a_seed_passes_through_the_memfd_exchange_as_through_files() -> None:
     seed = KERNELS / "softmax" / "seeds" / "torch_eager.py"
-    res = run_judge("softmax", seed, exchange="memfd")
+    res = run_judge("softmax", seed)  # the default
     assert res.status == "ok", describe(res)
     assert res.breakdown_s["verify"]["request"] > 0
     assert res.protections["exchange"] == "memfd (sealed against shrinking)"
-    assert run_judge("softmax", seed).protections["exchange"] == "files"
+    files = run_judge("softmax", seed, exchange="files")
+    assert files.status == "ok", describe(files)
+    assert files.protections["exchange"] == "files"
 
 
 TRUNCATE = '''"""At every call, tries to pull the exchange regions out from under the judge (ftruncate to
@@ -152,9 +154,10 @@ SUBSET = [
 
 
 @pytest.mark.parametrize("name", SUBSET)
-def test_exploits_get_the_same_verdict_through_the_memfd_exchange(name) -> None:
+def test_exploits_get_the_same_verdict_through_the_file_exchange(name) -> None:
+    """The whole library runs through the default (memfd) in test_exploits; these through files."""
     status, kinds, pattern = EXPECTED[name]
     kinds = (kinds,) if isinstance(kinds, str) else kinds
-    res = run_judge(task_for(name), ADVERSARIAL / name, static=False, exchange="memfd")
+    res = run_judge(task_for(name), ADVERSARIAL / name, static=False, exchange="files")
     assert res.status == status, describe(res)
     assert _matching(res, kinds, pattern), describe(res)
