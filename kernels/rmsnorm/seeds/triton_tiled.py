@@ -31,20 +31,17 @@ TUNABLES = {
     "NUM_WARPS": [4, 8, 16],
     "STREAMING": [False, True],
     "PERSIST": [0, 2, 4, 8],
-    "SLAB_BYTES": [0, 8 << 20, 16 << 20, 24 << 20],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
 STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
-# is touched once; unmeasured (session 4)
-SLAB_BYTES = 0  # split path: 0 = both launches over all rows (the second read of x comes from
-# DRAM: 2048 x 65536 bf16 at 58% of the roofline on the H200, session 5); n > 0 = the rows in
-# slabs of about n bytes of x, sums then apply per slab, so the apply launch reads its slab back
-# from L2 (50 MB on an H200: try 8-24 MB). Unmeasured (session 5)
+# is touched once; 1-8% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
-# (no tail wave, one launch's worth of programs); unmeasured (session 4)
+# (no tail wave, one launch's worth of programs); slower too (session 5)
+# Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
+# read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
 EPS = 1e-6  # the task's eps (task.toml)
 
 
@@ -88,12 +85,12 @@ def _rmsnorm_tile(
 
 @triton.jit
 def _chunk_sumsq(
-    x_ptr, p_ptr, row0, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
+    x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
 ):
     if AL > 1:
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
-    row = row0 + tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     c = ch * CHUNK + tl.arange(0, CHUNK)
     x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=0.0).to(tl.float32)
@@ -102,7 +99,7 @@ def _chunk_sumsq(
 
 @triton.jit
 def _chunk_apply(
-    x_ptr, w_ptr, y_ptr, p_ptr, row0, cols, stride_x, stride_y, nchunks, eps,
+    x_ptr, w_ptr, y_ptr, p_ptr, cols, stride_x, stride_y, nchunks, eps,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr,
 ):  # fmt: skip
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
@@ -110,7 +107,7 @@ def _chunk_apply(
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
-    row = row0 + tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     k = tl.arange(0, NCH)
     total = tl.sum(tl.load(p_ptr + row * nchunks + k, mask=k < nchunks, other=0.0), axis=0)
@@ -135,13 +132,6 @@ def _align(cols: int, *tensors: torch.Tensor) -> int:
     ):
         al //= 2
     return al
-
-
-def _slabs(rows: int, row_bytes: int) -> list[tuple[int, int]]:
-    """(first row, rows) of each slab of the split path: one slab of every row when SLAB_BYTES
-    is 0, else slabs of about SLAB_BYTES of x (at least one row each)."""
-    per = rows if not SLAB_BYTES else max(1, SLAB_BYTES // max(1, row_bytes))
-    return [(r, min(per, rows - r)) for r in range(0, rows, per)]
 
 
 def _warps(elems: int) -> int:
@@ -182,14 +172,12 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return y
     nchunks = triton.cdiv(cols, CHUNK)
     part = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
-    for row0, n in _slabs(rows, cols * x.element_size()):
-        grid = (n, nchunks)
-        _chunk_sumsq[grid](
-            x, part, row0, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
-        )
-        _chunk_apply[grid](
-            x, weight, y, part, row0, cols, x.stride(0), y.stride(0), nchunks, EPS,
-            CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al,
-            num_warps=_warps(CHUNK),
-        )  # fmt: skip
+    grid = (rows, nchunks)
+    _chunk_sumsq[grid](
+        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
+    )
+    _chunk_apply[grid](
+        x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, num_warps=_warps(CHUNK),
+    )  # fmt: skip
     return y

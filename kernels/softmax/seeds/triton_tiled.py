@@ -34,25 +34,18 @@ TUNABLES = {
     "NUM_WARPS": [4, 8, 16],
     "STREAMING": [False, True],
     "PERSIST": [0, 2, 4, 8],
-    "SLAB_BYTES": [0, 8 << 20, 16 << 20, 24 << 20],
-    "ODD_VEC": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
 STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
-# is touched once; unmeasured (session 4)
-SLAB_BYTES = 0  # split path: 0 = both launches over all rows (the second read of x comes from
-# DRAM: 2048 x 65536 bf16 moves 3 x 537 MB, 57% of the roofline on the H200, session 5); n > 0 =
-# the rows in slabs of about n bytes of x, stats then apply per slab, so the apply launch reads
-# its slab back from L2 (50 MB on an H200: try 8-24 MB). Unmeasured (session 5)
-ODD_VEC = False  # tiled path, rows not starting on a 16-byte boundary (odd lengths: 7777 x 8191
-# bf16 68.7%, 65537 x 257 f32 47.8% of the roofline, session 5 --final): vector loads through an
-# aligned window, vector stores inside the row (`_softmax_tile_odd`); off: element loads and
-# stores. Unmeasured (session 5)
+# is touched once; 5-18% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
-# (no tail wave, one launch's worth of programs); unmeasured (session 4)
+# (no tail wave, one launch's worth of programs); slower too (session 5)
+# Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
+# read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
+# aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
 
 
 @triton.jit
@@ -87,63 +80,6 @@ def _softmax_tile_rows(
 
 
 @triton.jit
-def _softmax_tile_odd(
-    x_ptr, y_ptr, rows, cols, stride,
-    R: tl.constexpr, BC: tl.constexpr, V: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr,
-    TAIL: tl.constexpr,
-):  # fmt: skip
-    """The tile path for rows that do not start on a vector boundary (an odd row length such as
-    8191 or 257; ODD_VEC). Each row is read through a window that starts at the aligned address
-    at or before it, so loads are whole V-element vectors (what is not the row's is masked out in
-    registers), plus one vector past the window when a row can spill over it (TAIL: cols + V - 1
-    > BC). Stores: whole vectors where a vector lies inside the row, element stores for the
-    partial vectors at the row's two ends. Needs x and y 16-byte aligned with the same row
-    stride, and cols >= 2V (host-checked)."""
-    t = tl.program_id(0)
-    r = (t * R + tl.arange(0, R)).to(tl.int64)
-    live = r < rows
-    s = r * stride
-    a = s // V * V  # the aligned window start: a multiple of V
-    lead = (s - a).to(tl.int32)  # elements before the row in its first vector, 0 .. V-1
-    end = lead + cols  # the row's end, relative to the window
-    c = tl.arange(0, BC)
-    vec = c // V  # the vector of each window position (constant over V lanes: vector masks)
-    nvec = (end + V - 1) // V  # vectors the row touches
-    wmask = live[:, None] & (vec[None, :] < nvec[:, None])
-    xw = tl.load(
-        x_ptr + a[:, None] + c[None, :], mask=wmask, other=-float("inf"), eviction_policy=EV
-    )
-    inside = (c[None, :] >= lead[:, None]) & (c[None, :] < end[:, None])
-    xw = tl.where(inside, xw.to(tl.float32), -float("inf"))
-    m = tl.max(xw, axis=1)
-    if TAIL:  # a row can spill one vector past the window (lead + cols > BC)
-        ct = BC + tl.arange(0, V)
-        tmask = live[:, None] & (ct[None, :] < end[:, None])
-        xt = tl.load(x_ptr + a[:, None] + ct[None, :], mask=tmask, other=-float("inf"))
-        xt = xt.to(tl.float32)
-        m = tl.maximum(m, tl.max(xt, axis=1))
-    m = tl.where(m == -float("inf"), 0.0, m)
-    ew = tl.exp(xw - m[:, None])
-    den = tl.sum(ew, axis=1)
-    if TAIL:
-        den += tl.sum(tl.exp(xt - m[:, None]), axis=1)
-    den = tl.where(den == 0.0, 1.0, den)
-    vfirst = (lead + V - 1) // V  # first whole vector inside the row (0 or 1)
-    vend = end // V  # one past the last whole vector inside the row
-    full = live[:, None] & (vec[None, :] >= vfirst[:, None]) & (vec[None, :] < vend[:, None])
-    yty = y_ptr.dtype.element_ty
-    y = (ew / den[:, None]).to(yty)
-    tl.store(y_ptr + a[:, None] + c[None, :], y, mask=full, cache_modifier=CM)
-    # the partial vectors at the row's two ends: element stores, predicated over the window (no
-    # memory traffic where off), plus the part of the last vector past the window
-    edge = live[:, None] & inside & ~full
-    tl.store(y_ptr + a[:, None] + c[None, :], y, mask=edge, cache_modifier=CM)
-    if TAIL:
-        yt = (tl.exp(xt - m[:, None]) / den[:, None]).to(yty)
-        tl.store(y_ptr + a[:, None] + ct[None, :], yt, mask=tmask, cache_modifier=CM)
-
-
-@triton.jit
 def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
@@ -160,12 +96,12 @@ def _softmax_tile(
 
 @triton.jit
 def _chunk_stats(
-    x_ptr, m_ptr, s_ptr, row0, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
+    x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
 ):
     if AL > 1:
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
-    row = row0 + tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     c = ch * CHUNK + tl.arange(0, CHUNK)
     x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=-float("inf")).to(tl.float32)
@@ -177,7 +113,7 @@ def _chunk_stats(
 
 @triton.jit
 def _chunk_apply(
-    x_ptr, y_ptr, m_ptr, s_ptr, row0, cols, stride_x, stride_y, nchunks,
+    x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr,
 ):  # fmt: skip
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
@@ -185,7 +121,7 @@ def _chunk_apply(
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
-    row = row0 + tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     k = tl.arange(0, NCH)
     mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
@@ -212,13 +148,6 @@ def _align(cols: int, *tensors: torch.Tensor) -> int:
     ):
         al //= 2
     return al
-
-
-def _slabs(rows: int, row_bytes: int) -> list[tuple[int, int]]:
-    """(first row, rows) of each slab of the split path: one slab of every row when SLAB_BYTES
-    is 0, else slabs of about SLAB_BYTES of x (at least one row each)."""
-    per = rows if not SLAB_BYTES else max(1, SLAB_BYTES // max(1, row_bytes))
-    return [(r, min(per, rows - r)) for r in range(0, rows, per)]
 
 
 def _warps(elems: int) -> int:
@@ -249,23 +178,6 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     if bc <= SINGLE_MAX:
         r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
         ntiles = triton.cdiv(rows, r)
-        v = 16 // x.element_size()
-        if (
-            ODD_VEC
-            and al < v
-            and cols >= 2 * v
-            and x.stride(0) == y.stride(0)
-            and x.data_ptr() % 16 == 0
-            and y.data_ptr() % 16 == 0
-        ):
-            _softmax_tile_odd[(ntiles,)](
-                x, y, rows, cols, x.stride(0), R=r, BC=bc, V=v, TAIL=cols + v - 1 > bc,
-                EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-                num_warps=min(16, 2 * _warps(r * bc)),  # half the elements per thread: the
-                # masks cost registers (sm_90: 64-76 registers, no spills, at 8192 bf16 and
-                # 16 x 512 f32; 101-133 with the plain path's warps)
-            )  # fmt: skip
-            return y
         _softmax_tile[(_programs(ntiles, x.device),)](
             x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
@@ -275,14 +187,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     nchunks = triton.cdiv(cols, CHUNK)
     m = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     s = torch.empty_like(m)
-    for row0, n in _slabs(rows, cols * x.element_size()):
-        grid = (n, nchunks)
-        _chunk_stats[grid](
-            x, m, s, row0, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
-        )
-        _chunk_apply[grid](
-            x, y, m, s, row0, cols, x.stride(0), y.stride(0), nchunks,
-            CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al,
-            num_warps=_warps(CHUNK),
-        )  # fmt: skip
+    grid = (rows, nchunks)
+    _chunk_stats[grid](
+        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
+    )
+    _chunk_apply[grid](
+        x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, num_warps=_warps(CHUNK),
+    )  # fmt: skip
     return y
