@@ -118,6 +118,56 @@ def test_h200_seeds_runs_each_gpus_parts_and_they_merge_into_one_evaluation(tmp_
     assert json.loads(m.stdout)["status"] == "ok"
 
 
+def _h200_seeds(tmp_path, **extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+    import tarfile
+
+    env = {
+        **os.environ,
+        "OUT": str(tmp_path),
+        "TASK": "softmax",
+        "DEVICE": "cpu",
+        "MODE": "--quick",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        **extra,
+    }
+    r = subprocess.run(
+        ["bash", "bench/h200_seeds.sh"], capture_output=True, text=True, env=env, cwd=ROOT,
+        timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    with tarfile.open(tmp_path / "h200-seeds.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return r, tmp_path / "h200-seeds"
+
+
+def test_h200_seeds_queue_gives_each_part_to_one_free_gpu(tmp_path):
+    """QUEUE: the GPUs take parts from one list as they come free; each part runs exactly once
+    and the parts merge."""
+    r, res = _h200_seeds(tmp_path, QUEUE="torch_eager:1/3 torch_eager:2/3 torch_eager:3/3")
+    log = (res / "steps.log").read_text()
+    for k in (1, 2, 3):
+        assert log.count(f"start torch_eager-{k}-of-3 ") == 1, log
+        assert f"end torch_eager-{k}-of-3 rc=0" in log, log
+    assert not list(res.glob(".queue*")), "the queue's files must not be packed"
+    parts = sorted(res.glob("torch_eager-*-of-3.json"))
+    m = subprocess.run(
+        [sys.executable, "-m", "cockpit.cli", "merge", *map(str, parts), "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert m.returncode == 0, m.stderr
+    assert json.loads(m.stdout)["status"] == "ok"
+
+
+def test_h200_seeds_queue_leaves_a_part_unstarted_when_it_cannot_finish(tmp_path):
+    """MIN_PART: with less time left than a part needs, the part is logged as skipped, never
+    started (a part cut by the limit wastes all the device time it used)."""
+    r, res = _h200_seeds(tmp_path, QUEUE="torch_eager:1/2 torch_eager:2/2", LIMIT="100",
+                         MIN_PART="200", GPUS="0")  # fmt: skip
+    log = (res / "steps.log").read_text()
+    assert "start" not in log, log
+    assert log.count("skip torch_eager:") == 2 and "MIN_PART=200" in log, log
+
+
 def test_the_harness_hold_kernel_fits_four_programs_per_sm_of_an_h200(tmp_path):
     """The launch-slack hold (cockpit/harness/hold.py) blocks side streams only if its programs
     take every thread slot of every SM: 4 programs of 512 threads on sm_90, which needs at most
