@@ -4,12 +4,13 @@
 # evaluation of a torch-level seed takes ~1,300 GPU-seconds (blocked_wy, BENCHMARKS.md session 6),
 # more than one device call (600 s), so it goes in parts of ~200 s.
 #
-# QUEUE='SEED:K/N …': parts that any GPU takes as soon as it is free, longest first is best (part
-# 1 also verifies the public shapes); a part starts only while MIN_PART seconds (default 30) of
-# LIMIT are left, so a part that cannot finish stays unstarted ("skip" in steps.log) instead of
-# being cut after spending its time. GPU0 / GPU1: parts for that GPU alone, before the queue.
+# QUEUE='SEED:K/N[@SECONDS] …': parts that any GPU takes as soon as it is free, longest first is
+# best (part 1 also verifies the public shapes). A part starts only while its SECONDS (default
+# MIN_PART, 30) of LIMIT are left, so one that cannot finish stays unstarted ("skip" in
+# steps.log) instead of being cut after spending its time, and a shorter one after it may still
+# run. GPU0 / GPU1: parts for that GPU alone, before the queue.
 #
-#   run(command="QUEUE='cholqr_reconstruct:1/6 … householder_torch:6/6' MIN_PART=200 \
+#   run(command="QUEUE='cholqr_reconstruct:1/6@340 … householder_torch:6/6' MIN_PART=200 \
 #       bash bench/h200_seeds.sh", kind="nvidia-h200-x2", timeout_s=595)
 #   cockpit merge cholqr_reconstruct-*-of-6.json --out cholqr.json      # afterwards, anywhere
 #   DRY=1 QUEUE=… bash bench/h200_seeds.sh                              # print the plan
@@ -58,16 +59,18 @@ pop() {  # the next QUEUE item (empty when none), under a mkdir lock shared by t
   sed -i 1d "$RES/.queue"
   rmdir "$RES/.queue.lock"
 }
-drain() {  # drain GPU: take QUEUE parts until none is left or too little time is
-  local item
+drain() {  # drain GPU: take QUEUE parts until none is left; a part that needs more than is left
+  # (SEED:K/N@SECONDS, else MIN_PART) is logged as skipped and the next one is tried
+  local item need
   [ -n "${DRY:-}" ] && return 0
-  while [ "$(left)" -ge "${MIN_PART:-30}" ]; do
-    item=$(pop)
-    [ -n "$item" ] || return 0
-    part "$1" "$item"
-  done
   while item=$(pop) && [ -n "$item" ]; do
-    echo "[$(date +%T)] skip ${item} ($(left)s left, MIN_PART=${MIN_PART:-30})" >> "$RES/steps.log"
+    need=${MIN_PART:-30}
+    if [ "${item#*@}" != "$item" ]; then need=${item#*@} item=${item%@*}; fi
+    if [ "$(left)" -lt "$need" ]; then
+      echo "[$(date +%T)] skip ${item} ($(left)s left, needs ${need}s)" >> "$RES/steps.log"
+      continue
+    fi
+    part "$1" "$item"
   done
 }
 PRE0=${PRE0:-${PRE:-}}

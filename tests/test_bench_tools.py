@@ -159,13 +159,16 @@ def test_h200_seeds_queue_gives_each_part_to_one_free_gpu(tmp_path):
 
 
 def test_h200_seeds_queue_leaves_a_part_unstarted_when_it_cannot_finish(tmp_path):
-    """MIN_PART: with less time left than a part needs, the part is logged as skipped, never
-    started (a part cut by the limit wastes all the device time it used)."""
-    r, res = _h200_seeds(tmp_path, QUEUE="torch_eager:1/2 torch_eager:2/2", LIMIT="100",
-                         MIN_PART="200", GPUS="0")  # fmt: skip
+    """SEED:K/N@SECONDS (or MIN_PART): with less time left than a part needs, the part is logged
+    as skipped, never started (a part cut by the limit wastes all the device time it used), and
+    the next part that fits still runs."""
+    r, res = _h200_seeds(tmp_path, QUEUE="torch_eager:1/2@500 torch_eager:2/2", LIMIT="250",
+                         MIN_PART="40", GPUS="0")  # fmt: skip
     log = (res / "steps.log").read_text()
-    assert "start" not in log, log
-    assert log.count("skip torch_eager:") == 2 and "MIN_PART=200" in log, log
+    assert "skip torch_eager:1/2 (" in log and "needs 500s" in log, log
+    assert "start torch_eager-1-of-2" not in log, log
+    # the shorter part after it still fits, and runs
+    assert "end torch_eager-2-of-2 rc=0" in log, log
 
 
 def test_the_harness_hold_kernel_fits_four_programs_per_sm_of_an_h200(tmp_path):
