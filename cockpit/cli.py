@@ -26,6 +26,18 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def out_console(**kw):
+    """The rich console for a command's results on stdout. Piped or redirected (a log, ssh into a
+    file, CI) rich assumes 80 columns and squeezes tables until cells vanish (the merge table
+    lost its ok column); there it gets 200 unless COLUMNS says otherwise."""
+    from rich.console import Console
+
+    con = Console(**kw)
+    if not con.is_terminal and "COLUMNS" not in os.environ:
+        con = Console(width=200, **kw)
+    return con
+
+
 def _device(arg: str | None) -> str:
     import torch
 
@@ -52,7 +64,6 @@ def _mode(args: argparse.Namespace) -> str:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from cockpit.harness.task import TaskError, default_kernels_dir, list_tasks, load_task
@@ -81,7 +92,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
     else:
-        Console().print(table)
+        out_console().print(table)
     return 0
 
 
@@ -112,7 +123,6 @@ def _progress_eval(task, candidate: Path, opts, quiet: bool):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from cockpit.harness.judge import CandidateError, Options
     from cockpit.render import print_result
@@ -139,7 +149,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(d))
     else:
-        print_result(d, Console())
+        print_result(d, out_console())
     return 0 if result.ok else 1
 
 
@@ -216,7 +226,6 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
 
 def _merged(parts: list[tuple[str, dict]], as_json: bool, out: str | None = None) -> int:
     """Merge the parts of a sharded evaluation, write and show the verdict, its exit code."""
-    from rich.console import Console
 
     from cockpit.harness.shards import MergeError, merge
     from cockpit.render import print_result
@@ -230,7 +239,7 @@ def _merged(parts: list[tuple[str, dict]], as_json: bool, out: str | None = None
     if as_json:
         print(json.dumps(d))
     else:
-        print_result(d, Console())
+        print_result(d, out_console())
     return 0 if d["status"] == "ok" else 1
 
 
@@ -256,7 +265,6 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from cockpit.harness import baselines
@@ -298,8 +306,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        Console().print(table)
-        Console().print(f"stored in {baselines.path_for(task, device)}")
+        con = out_console()
+        con.print(table)
+        con.print(f"stored in {baselines.path_for(task, device)}")
     return 0 if all(d["status"] == "ok" for d in out.values()) else 1
 
 

@@ -41,12 +41,11 @@ def cmd_models(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(report, indent=1))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(highlight=False)
-    if not con.is_terminal:  # piped: do not squeeze the table into 80 columns
-        con = Console(highlight=False, width=200)
+    from cockpit.cli import out_console
+
+    con = out_console(highlight=False)
     t = Table(title=f"agent profiles in {report['agents_dir']}", title_justify="left")
     for col in ("profile", "proposer", "model", "fallbacks", "strategy", "keys"):
         t.add_column(col)

@@ -117,3 +117,26 @@ def test_baseline_is_stored_and_eval_reports_speedup_against_it(tmp_path):
     r = cockpit("eval", "softmax", str(SEED), "--device", "cpu", "--quick", "--json", env=env)
     assert r.returncode == 0
     assert json.loads(r.stdout)["speedups"]["reference"] > 0
+
+
+def test_piped_results_are_not_squeezed_into_80_columns(monkeypatch):
+    """Piped or redirected, rich assumes 80 columns and squeezes tables until cells vanish (a
+    merged QR result lost its ok column's marks and printed "medi…"): results get 200 columns
+    there unless COLUMNS says otherwise."""
+    from rich.table import Table
+
+    from cockpit.cli import out_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    con = out_console()
+    assert not con.is_terminal and con.width == 200
+    table = Table()
+    for col in ("shape", "set", "ok", "median", "±sem", "n", "floor", "%roof", "err/tol"):
+        table.add_column(col)
+    table.add_row("640×512×2 clustered f32", "benchmark", "✓", "192 ms", "2.1%", "49", "316 µs",
+                  "0.2", "0.01")  # fmt: skip
+    with con.capture() as cap:
+        con.print(table)
+    assert "median" in cap.get() and "✓" in cap.get() and "…" not in cap.get()
+    monkeypatch.setenv("COLUMNS", "100")
+    assert out_console().width == 100
