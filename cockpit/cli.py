@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES
-
 
 class UsageError(Exception):
     """Bad usage or bad input: one line on stderr, exit 2."""
@@ -313,6 +311,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # stdlib only (the cockpit must not import the harness: tests/tui/test_units.py)
+    from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES
+
     p = _Parser(
         prog="cockpit",
         description="Kernel Cockpit: an LLM agent optimizes GPU kernels against a verifier it cannot fool.",

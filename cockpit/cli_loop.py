@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.cli import UsageError, _device, _load_task
-from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES
 
 
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
@@ -69,6 +68,7 @@ def parse_duration(text: str) -> float:
 def _config(args: argparse.Namespace, task_root: Path, device: str):
     from cockpit.agents.profiles import ProfileError, load_profile
     from cockpit.engine.config import EngineConfig
+    from cockpit.harness import DEFAULT_EXCHANGE
 
     try:
         load_profile(args.agent)
@@ -90,7 +90,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         seed=args.seed,
         ab_confirm=getattr(args, "ab", "auto"),
         max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
-        exchange=getattr(args, "exchange", DEFAULT_EXCHANGE),
+        exchange=getattr(args, "exchange", None) or DEFAULT_EXCHANGE,
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
 
@@ -586,6 +586,8 @@ class _Intermixed:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES  # a stdlib-only module
+
     def run_opts(s: argparse.ArgumentParser) -> None:
         s.add_argument("--device", help="cpu or cuda (default: cuda when visible)")
         s.add_argument("--budget", type=int, default=40, help="evaluations in total (default 40)")
