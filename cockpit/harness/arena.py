@@ -63,6 +63,8 @@ def _classify(exc: BaseException) -> tuple[str, str]:
     low = text.lower()
     if isinstance(exc, SystemExit | KeyboardInterrupt):
         return "integrity", f"the candidate tried to end the process ({type(exc).__name__})"
+    if isinstance(exc, ForbiddenCall):
+        return "forbidden_call", str(exc)
     if isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in low:
         return "oom", last
     if "illegal memory access" in low or "illegal address" in low or "misaligned address" in low:
@@ -144,6 +146,7 @@ class Arena:
         self._watch = _make_watch(
             frozenset(o.lower() for o in cfg.get("forbidden_ops", [])),
             frozenset(o.lower() for o in cfg.get("forbidden_cnames", [])),
+            self.device,
         )
         self.watching = bool(cfg.get("forbidden_ops") or cfg.get("forbidden_cnames"))
         self.uses_compile = False
@@ -827,23 +830,97 @@ class Arena:
                 return  # after a CUDA error this process is never reused
 
 
-def _make_watch(forbidden_ops: frozenset[str], cnames: frozenset[str]):
-    """The forbidden-call watch: an aten dispatch recorder (sees `torch.geqrf`, `torch.ops.aten`
-    by any computed name, anything compiled code dispatches) plus a profile hook on this thread
-    and on threads started during the call (sees C functions by exact name, numpy/scipy Python
-    functions, and `torch.ops` calls made with the dispatcher switched off). A hook that was
-    removed during the call is itself reported."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+class ForbiddenCall(RuntimeError):
+    """Raised by the arena's kernel for a forbidden aten op: the op never runs in the arena."""
+
+
+# Inputs that reach each forbidden op's kernel at once (the watch's kernel raises before it
+# reads them): the canary that proves, after every watched call, that the watch is still there.
+_CANARY_ARGS = {
+    "geqrf": lambda z, t: (z,),
+    "linalg_qr": lambda z, t: (z,),
+    "qr": lambda z, t: (z,),
+    "linalg_householder_product": lambda z, t: (z, t),
+    "orgqr": lambda z, t: (z, t),
+    "ormqr": lambda z, t: (z, t, z),
+}
+
+
+class _BackendWatch:
+    """The forbidden aten ops, replaced in the dispatcher for this process: every overload of
+    each op gets a CPU and a CUDA kernel that records the call and raises `ForbiddenCall`, so
+    whatever path reaches the op (`torch.geqrf`, `torch.ops.aten` by a computed name, `getattr`,
+    `importlib`, compiled code, `_DisableTorchDispatch`, another thread) ends here, and ordinary
+    ops pay nothing. It replaced a Python dispatch mode that saw every op of every watched call:
+    that made torch-level QR seeds 7.7-16.7x slower per watched call on the CPU (session 6).
+
+    `log` keeps every forbidden call in order (a call outside a watched call, at import or from a
+    late thread, shows in the next watched call's report); `canary()` calls each op once and
+    lists the ones whose kernel is no longer this watch's (replaced or unregistered)."""
+
+    def __init__(self, ops: frozenset[str], device: torch.device) -> None:
+        import warnings
+
+        self.log: list[str] = []
+        self.reported = 0  # log entries already in a watched call's report
+        self.in_canary = False
+        self.lib = torch.library.Library("aten", "IMPL")  # kept: destroying it restores the ops
+        self.ops: list[tuple[str, Any]] = []  # (name, the op's C++ entry point): canaries
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            for name in sorted(ops):
+                packet = getattr(torch.ops.aten, name, None)
+                if packet is None or not hasattr(packet, "overloads"):
+                    continue
+                fn = self._kernel(name)
+                for ov in packet.overloads():
+                    for key in ("CPU", "CUDA"):
+                        self.lib.impl(name if ov == "default" else f"{name}.{ov}", fn, key)
+                if name in _CANARY_ARGS and "default" in packet.overloads():
+                    # the dispatcher's entry point itself, taken now: a candidate that later
+                    # patches torch.ops or OpOverload cannot answer the canary in its place
+                    self.ops.append((name, packet.default._op))
+        self.devices = [torch.device("cpu")] + ([device] if device.type == "cuda" else [])
+        self._z = {d: torch.zeros(2, 2, device=d) for d in self.devices}
+        self._t = {d: torch.zeros(2, device=d) for d in self.devices}
+
+    def _kernel(self, name: str):
+        def forbidden(*args, **kwargs):
+            if self.in_canary:
+                raise ForbiddenCall("canary")
+            self.log.append(f"aten::{name}")
+            raise ForbiddenCall(f"called aten::{name} at run time (forbidden in this task)")
+
+        return forbidden
+
+    def canary(self) -> list[str]:
+        gone = []
+        self.in_canary = True
+        try:
+            for name, op in self.ops:
+                for d in self.devices:
+                    try:
+                        op(*_CANARY_ARGS[name](self._z[d], self._t[d]))
+                    except ForbiddenCall:
+                        continue
+                    except Exception:  # noqa: BLE001, S112 - any other outcome: not our kernel
+                        pass
+                    gone.append(f"the watch on aten::{name} ({d.type}) was removed")
+        finally:
+            self.in_canary = False
+        return gone
+
+
+def _make_watch(forbidden_ops: frozenset[str], cnames: frozenset[str], device: torch.device):
+    """The forbidden-call watch: the forbidden aten ops replaced in the dispatcher
+    (`_BackendWatch`) plus a profile hook on this thread and on threads started during the call
+    (sees C functions by exact name, numpy/scipy Python functions, and `torch.ops` calls by
+    name). A hook that was removed during the call, or an op kernel that is no longer the
+    watch's, is itself reported."""
+    backend = _BackendWatch(forbidden_ops, device) if forbidden_ops else None
 
     def watch(fn):
         seen: list[str] = []
-
-        class Recorder(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                name = func.__name__.split(".")[0].lower()
-                if name in forbidden_ops:
-                    seen.append(f"aten::{name}")
-                return func(*args, **(kwargs or {}))
 
         def hook(frame, event, arg):
             if event == "c_call":
@@ -851,29 +928,43 @@ def _make_watch(forbidden_ops: frozenset[str], cnames: frozenset[str]):
                 if name in cnames or name in forbidden_ops:
                     seen.append(f"{getattr(arg, '__module__', '') or 'builtin'}.{name}")
             elif event == "call":
-                code, mod = frame.f_code, str(frame.f_globals.get("__name__", ""))
-                if code.co_name.lower() in cnames and mod.startswith(("numpy", "scipy")):
-                    seen.append(f"{mod}.{code.co_name}")
-                elif code.co_name == "__call__" and mod == "torch._ops":
-                    op = frame.f_locals.get("self")
-                    name = str(getattr(op, "_name", "") or getattr(op, "__name__", "")).split("::")[
-                        -1
-                    ]
-                    if name.split(".")[0].lower() in forbidden_ops:
-                        seen.append(f"aten::{name.split('.')[0].lower()}")
+                code = frame.f_code
+                if code.co_name == "__call__":
+                    if frame.f_globals.get("__name__") == "torch._ops":
+                        op = frame.f_locals.get("self")
+                        name = str(getattr(op, "_name", "") or getattr(op, "__name__", ""))
+                        name = name.split("::")[-1].split(".")[0].lower()
+                        if name in forbidden_ops:
+                            seen.append(f"aten::{name}")
+                elif code.co_name.lower() in cnames:
+                    mod = str(frame.f_globals.get("__name__", ""))
+                    if mod.startswith(("numpy", "scipy")):
+                        seen.append(f"{mod}.{code.co_name}")
 
         sys.setprofile(hook)
         threading.setprofile(hook)
+        failed: BaseException | None = None
+        out = None
         try:
-            with Recorder():
-                out = fn()
+            out = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported below, with what was seen
+            failed = exc
         finally:
             removed = sys.getprofile() is not hook
             sys.setprofile(None)
             threading.setprofile(None)
         if removed:
             seen.append("profile hook removed during the call")
-        return out, sorted(set(seen))
+        if backend:  # everything since the last report: also calls made between watched calls
+            seen += backend.log[backend.reported :]
+            backend.reported = len(backend.log)
+            seen += backend.canary()
+        ops = sorted(set(seen))
+        if failed is not None:
+            if ops:  # the call failed after (or because) it reached a forbidden op
+                raise CallFailed("forbidden_call", f"called {', '.join(ops)} at run time")
+            raise failed
+        return out, ops
 
     return watch
 
