@@ -414,7 +414,8 @@ class Arena:
         rng = random.Random(msg["seed"])
         crng = random.Random(msg["check_seed"])  # which calls are checked or audited: secret
         if self.uses_compile and not self._dynamo_reset:
-            # calls under the dispatch recorder make dynamo give up on a function; start clean
+            # calls under the session-5 recorder (a Python dispatch mode) made dynamo give up on
+            # a function; the watch no longer uses one, but a clean start costs nothing
             import torch._dynamo
 
             torch._dynamo.reset()

@@ -6,7 +6,7 @@ checks every output itself, in float64, in its own process. The candidate never 
 it could patch, and nothing it prints is ever parsed.
 
 Stages: load (static rules, import) -> verify (public, then hidden, then benchmark shapes; poison,
-guard bands, mutation/aliasing/perturbation, dispatch recorder, integrity snapshot) -> time
+guard bands, mutation/aliasing/perturbation, forbidden-op watch, integrity snapshot) -> time
 (fresh inputs every call, flush, events + host clock, SEM stopping rule, spot-checked outputs)
 -> profile (kernel census) -> score (floors, floored geomean, speedups, impossible-speed gate).
 """

@@ -1,7 +1,7 @@
 """Static integrity rules, applied to a candidate's source before it is ever imported.
 
-The scan is the cheap first line; every rule that matters is also enforced dynamically (aten
-dispatch recorder, C-call profile hook, identity snapshots), because string tricks defeat any
+The scan is the cheap first line; every rule that matters is also enforced dynamically (the
+forbidden aten ops replaced in the dispatcher, C-call profile hook, identity snapshots), because string tricks defeat any
 static scan. What the scan adds is *clear feedback*: "line 12 calls torch.geqrf" is something an
 agent can act on, where "integrity" is not.
 """
@@ -201,7 +201,7 @@ def scan(
     `forbidden` holds the task's forbidden names: qualified ("torch.geqrf") or bare substrings
     ("geqrf", "cusolver"); both are matched in names, attribute chains and string constants, so
     `getattr(torch, "geqrf")` and `torch.ops.aten.geqrf` are caught here, and `"geq" + "rf"`
-    by the dispatch recorder at run time.
+    by the arena's forbidden-op watch at run time.
     """
     forbidden = forbidden or []
     try:
