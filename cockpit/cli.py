@@ -26,12 +26,12 @@ class _Parser(argparse.ArgumentParser):
 
 def out_console(**kw):
     """The rich console for a command's results on stdout. Piped or redirected (a log, ssh into a
-    file, CI) rich assumes 80 columns and squeezes tables until cells vanish (the merge table
-    lost its ok column); there it gets 200 unless COLUMNS says otherwise."""
+    file, CI) rich takes 80 columns, or COLUMNS where a shell exported it, and squeezes tables
+    until cells vanish (the merge table lost its ok column): there it gets 200."""
     from rich.console import Console
 
     con = Console(**kw)
-    if not con.is_terminal and "COLUMNS" not in os.environ:
+    if not con.is_terminal:
         con = Console(width=200, **kw)
     return con
 

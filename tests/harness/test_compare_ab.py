@@ -52,7 +52,11 @@ def test_a_candidate_is_not_significantly_faster_than_itself() -> None:
     same = run(EAGER, EAGER)
     assert same["ok"], same
     assert not same["faster"], same
-    assert 0.5 < same["ratio"] < 2.0 and same["shapes"][0]["n"] >= POLICY.min_samples, same
+    # what "not significantly faster" means: the ratio's confidence interval holds 1. The point
+    # estimate itself is noise on a loaded 2-core CI machine (2.02 and 2.16 there, with
+    # intervals [0.75, 5.46] and [0.86, 5.38]): a fixed bound on it was a flaky test.
+    assert same["ci_low"] <= 1.0 <= same["ci_high"], same
+    assert same["shapes"][0]["n"] >= POLICY.min_samples, same
 
 
 @pytest.mark.parametrize(
