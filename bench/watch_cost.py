@@ -4,9 +4,8 @@
 
 For torch-level QR seeds (many small aten ops per call, the code an agent writes first) it times
 one call three ways, alternating: plain; under the arena's watch (`arena._make_watch`: the
-forbidden ops replaced in the dispatcher, a profile hook, the canary); and under a Python
-dispatch mode that sees every op, the recorder the watch used until session 6 (`--no-mode` skips
-it). Minimum of `--reps` calls each. Prints a table and writes watch_cost.json.
+forbidden ops replaced in the dispatcher, a profile hook, the canary); and under the session-5
+watch, a Python dispatch mode that sees every op plus the same hook (`--no-mode` skips it). Minimum of `--reps` calls each. Prints a table and writes watch_cost.json.
 """
 
 from __future__ import annotations
@@ -35,8 +34,9 @@ CASES = {  # seed: (batch, n) on the CPU, on a GPU
 }
 
 
-def dispatch_mode_watch(forbidden: frozenset[str]):
-    """The session-5 recorder: a TorchDispatchMode that sees every aten op of the call."""
+def dispatch_mode_watch(forbidden: frozenset[str], cnames: frozenset[str]):
+    """The session-5 watch: a TorchDispatchMode that sees every aten op of the call, plus the
+    same C-call profile hook as now (the hook also fires inside the mode's Python frames)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     def watch(fn):
@@ -48,8 +48,22 @@ def dispatch_mode_watch(forbidden: frozenset[str]):
                     seen.append(func.__name__)
                 return func(*args, **(kwargs or {}))
 
-        with Recorder():
-            return fn(), seen
+        def hook(frame, event, arg):
+            if event == "c_call":
+                name = str(getattr(arg, "__name__", "")).lower()
+                if name in cnames or name in forbidden:
+                    seen.append(name)
+            elif event == "call":
+                code, mod = frame.f_code, str(frame.f_globals.get("__name__", ""))
+                if code.co_name.lower() in cnames and mod.startswith(("numpy", "scipy")):
+                    seen.append(code.co_name)
+
+        sys.setprofile(hook)
+        try:
+            with Recorder():
+                return fn(), seen
+        finally:
+            sys.setprofile(None)
 
     return watch
 
@@ -58,7 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--no-mode", action="store_true", help="skip the dispatch-mode recorder")
+    ap.add_argument("--no-mode", action="store_true", help="skip the session-5 watch")
     ap.add_argument("--out", type=Path, default=Path("bench/results/watch"))
     args = ap.parse_args()
     dev = torch.device(args.device)
@@ -68,7 +82,7 @@ def main() -> None:
         f.split(".")[-1].lower() for f in task.forbidden if f.split(".")[0] in ("numpy", "scipy")
     )
     watch = _make_watch(ops, names, dev)
-    mode = None if args.no_mode else dispatch_mode_watch(ops)
+    mode = None if args.no_mode else dispatch_mode_watch(ops, names)
 
     def sync():
         if dev.type == "cuda":
@@ -84,7 +98,7 @@ def main() -> None:
 
         ways = {"plain": call, "watch": lambda c=call: watch(c)}
         if mode:
-            ways["dispatch mode"] = lambda c=call: mode(c)
+            ways["session-5 watch"] = lambda c=call: mode(c)
         for f in ways.values():  # warm: compile, allocator, caches
             f()
         sync()

@@ -253,13 +253,13 @@ def test_exchange_bench_times_both_exchanges_and_writes_its_table(tmp_path):
     assert all(len(row["times_s"]) == 2 and row["gb_s"] > 0 for row in doc["rows"])
 
 
-def test_watch_cost_times_each_seed_plain_watched_and_under_a_dispatch_mode(tmp_path):
+def test_watch_cost_times_each_seed_plain_watched_and_under_the_old_watch(tmp_path):
     r = run_tool("bench/watch_cost.py", "--reps", "1", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "watch_cost.json").read_text())
     assert {row["seed"] for row in doc["rows"]} == {"householder_torch", "blocked_wy",
                                                       "cholqr_reconstruct"}  # fmt: skip
     for row in doc["rows"]:
-        assert set(row["best_s"]) == {"plain", "watch", "dispatch mode"}
+        assert set(row["best_s"]) == {"plain", "watch", "session-5 watch"}
         assert all(v > 0 for v in row["best_s"].values())
-    assert "householder_torch" in r.stdout and "dispatch mode" in r.stdout
+    assert "householder_torch" in r.stdout and "session-5 watch" in r.stdout
