@@ -149,8 +149,6 @@ class Arena:
             self.device,
         )
         self.watching = bool(cfg.get("forbidden_ops") or cfg.get("forbidden_cnames"))
-        self.uses_compile = False
-        self._dynamo_reset = False
         self.kernel = None
         self.module = None
         self.snapshot: integrity.Snapshot | None = None
@@ -275,7 +273,6 @@ class Arena:
         if failure:
             return failure
         self.module, self.kernel = module, module.kernel
-        self.uses_compile = "torch.compile" in path.read_text(errors="replace")
         for name, obj in vars(module).items():
             if hasattr(obj, "fn") and type(obj).__name__ in (
                 "JITFunction",
@@ -413,14 +410,10 @@ class Arena:
         ]
         rng = random.Random(msg["seed"])
         crng = random.Random(msg["check_seed"])  # which calls are checked or audited: secret
-        if self.uses_compile and not self._dynamo_reset:
-            # calls under the session-5 recorder (a Python dispatch mode) made dynamo give up on
-            # a function; the watch no longer uses one, but a clean start costs nothing
-            import torch._dynamo
-
-            torch._dynamo.reset()
-            self._dynamo_reset = True
-        watch_timed = self.watching and not self.uses_compile
+        # warm-up calls and random audits between timed calls run under the watch, compiled
+        # candidates too: until session 6 the watch was a Python dispatch mode, which made dynamo
+        # give up on a function, so compile candidates went unaudited and dynamo was reset here
+        watch_timed = self.watching
         ops: set[str] = set()
         t_start = _now_us()
         k = 0
