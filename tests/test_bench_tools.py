@@ -88,34 +88,9 @@ def test_pick_variant_writes_the_fastest_passing_complete_variant(tmp_path):
 def test_h200_seeds_runs_each_gpus_parts_and_they_merge_into_one_evaluation(tmp_path):
     """The device plan for long --final evaluations, run for real on the CPU (quick mode): each
     part lands in the tarball as eval JSON, and `cockpit merge` of the parts passes."""
-    import tarfile
-
-    env = {
-        **os.environ,
-        "OUT": str(tmp_path),
-        "TASK": "softmax",
-        "DEVICE": "cpu",
-        "MODE": "--quick",
-        "GPU0": "torch_eager:1/2",
-        "GPU1": "torch_eager:2/2",
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-    }
-    r = subprocess.run(
-        ["bash", "bench/h200_seeds.sh"], capture_output=True, text=True, env=env, cwd=ROOT,
-        timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
+    r, res = _h200_seeds(tmp_path, GPU0="torch_eager:1/2", GPU1="torch_eager:2/2")
     assert "rc=0" in r.stdout and "packed" in r.stdout
-    with tarfile.open(tmp_path / "h200-seeds.tgz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    parts = sorted((tmp_path / "h200-seeds").glob("torch_eager-*-of-2.json"))
-    assert len(parts) == 2
-    m = subprocess.run(
-        [sys.executable, "-m", "cockpit.cli", "merge", *map(str, parts), "--json"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
-    assert m.returncode == 0, m.stderr
-    assert json.loads(m.stdout)["status"] == "ok"
+    assert _merged_status(sorted(res.glob("torch_eager-*-of-2.json")), 2) == "ok"
 
 
 def _h200_seeds(tmp_path, **extra: str) -> tuple[subprocess.CompletedProcess, Path]:
@@ -140,6 +115,16 @@ def _h200_seeds(tmp_path, **extra: str) -> tuple[subprocess.CompletedProcess, Pa
     return r, tmp_path / "h200-seeds"
 
 
+def _merged_status(parts: list[Path], n: int) -> str:
+    assert len(parts) == n, parts
+    m = subprocess.run(
+        [sys.executable, "-m", "cockpit.cli", "merge", *map(str, parts), "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert m.returncode == 0, m.stderr
+    return json.loads(m.stdout)["status"]
+
+
 def test_h200_seeds_queue_gives_each_part_to_one_free_gpu(tmp_path):
     """QUEUE: the GPUs take parts from one list as they come free; each part runs exactly once
     and the parts merge."""
@@ -149,13 +134,7 @@ def test_h200_seeds_queue_gives_each_part_to_one_free_gpu(tmp_path):
         assert log.count(f"start torch_eager-{k}-of-3 ") == 1, log
         assert f"end torch_eager-{k}-of-3 rc=0" in log, log
     assert not list(res.glob(".queue*")), "the queue's files must not be packed"
-    parts = sorted(res.glob("torch_eager-*-of-3.json"))
-    m = subprocess.run(
-        [sys.executable, "-m", "cockpit.cli", "merge", *map(str, parts), "--json"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
-    assert m.returncode == 0, m.stderr
-    assert json.loads(m.stdout)["status"] == "ok"
+    assert _merged_status(sorted(res.glob("torch_eager-*-of-3.json")), 3) == "ok"
 
 
 def test_h200_seeds_queue_leaves_a_part_unstarted_when_it_cannot_finish(tmp_path):

@@ -40,6 +40,25 @@ def keys(d: dict, public: bool = False) -> list[tuple[str, str]]:
     return [(s["shape"], s["set"]) for s in d["shapes"] if public or s["set"] != "public"]
 
 
+def wrong_on(params: dict, tmp_path: Path) -> tuple[dict, dict, dict]:
+    """A softmax 5% off at one (rows, cols), run as parts 1/2 and 2/2 and merged (the merge must
+    exit 1): (part 1, part 2, merged)."""
+    bad = tmp_path / "one_shape.py"
+    bad.write_text(
+        "import torch\n\n"
+        "def kernel(x):\n"
+        "    y = torch.softmax(x.float(), -1)\n"
+        f"    if tuple(x.shape) == ({params['rows']}, {params['cols']}):\n"
+        "        y = y * 1.05\n"
+        "    return y.to(x.dtype)\n"
+    )
+    p1 = eval_json(bad, tmp_path / "p1.json", "--shard", "1/2")
+    p2 = eval_json(bad, tmp_path / "p2.json", "--shard", "2/2")
+    r = cockpit("merge", str(tmp_path / "p1.json"), str(tmp_path / "p2.json"), "--json")
+    assert r.returncode == 1, r.stderr
+    return p1, p2, json.loads(r.stdout)
+
+
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("shards")
@@ -114,22 +133,8 @@ def test_a_candidate_wrong_on_one_shape_of_one_part_fails_the_merge(parts, tmp_p
     others = {(s.params["rows"], s.params["cols"]) for i, s in enumerate(dealt) if i % 2 == 0}
     others |= {(s.params["rows"], s.params["cols"]) for s in task.shape_set("cpu", "public")}
     target = next(s for s in mine if (s.params["rows"], s.params["cols"]) not in others)
-    rows, cols = target.params["rows"], target.params["cols"]
-    bad = tmp_path / "one_shape.py"
-    bad.write_text(
-        "import torch\n\n"
-        "def kernel(x):\n"
-        "    y = torch.softmax(x.float(), -1)\n"
-        f"    if tuple(x.shape) == ({rows}, {cols}):\n"
-        "        y = y * 1.05\n"
-        "    return y.to(x.dtype)\n"
-    )
-    p1 = eval_json(bad, tmp_path / "p1.json", "--shard", "1/2")
-    p2 = eval_json(bad, tmp_path / "p2.json", "--shard", "2/2")
+    p1, p2, m = wrong_on(target.params, tmp_path)
     assert p1["status"] == "ok" and p2["status"] == "wrong"
-    r = cockpit("merge", str(tmp_path / "p1.json"), str(tmp_path / "p2.json"), "--json")
-    assert r.returncode == 1, r.stderr
-    m = json.loads(r.stdout)
     assert m["status"] == "wrong" and m["geomean_us"] is None and m["speedups"] == {}
     assert m["reasons"] == p2["reasons"] and m["reasons"][0]["kind"] == "numerical"
 
@@ -212,20 +217,7 @@ def test_a_candidate_wrong_on_a_public_shape_fails_the_merge_though_part_2_never
     dealt = task.shape_set("cpu", "hidden") + task.shape_set("cpu", "benchmark")
     p = public.params
     assert all((s.params["rows"], s.params["cols"]) != (p["rows"], p["cols"]) for s in dealt)
-    bad = tmp_path / "public_shape.py"
-    bad.write_text(
-        "import torch\n\n"
-        "def kernel(x):\n"
-        "    y = torch.softmax(x.float(), -1)\n"
-        f"    if tuple(x.shape) == ({p['rows']}, {p['cols']}):\n"
-        "        y = y * 1.05\n"
-        "    return y.to(x.dtype)\n"
-    )
-    p1 = eval_json(bad, tmp_path / "p1.json", "--shard", "1/2")
-    p2 = eval_json(bad, tmp_path / "p2.json", "--shard", "2/2")
+    p1, p2, m = wrong_on(p, tmp_path)
     assert p1["status"] == "wrong" and p2["status"] == "ok"
-    r = cockpit("merge", str(tmp_path / "p1.json"), str(tmp_path / "p2.json"), "--json")
-    assert r.returncode == 1, r.stderr
-    m = json.loads(r.stdout)
     assert m["status"] == "wrong"
     assert [s["ok"] for s in m["shapes"] if s["set"] == "public"][0] is False
