@@ -848,15 +848,15 @@ class _BackendWatch:
     ops pay nothing. It replaced a Python dispatch mode that saw every op of every watched call:
     that made torch-level QR seeds 7.7-16.7x slower per watched call on the CPU (session 6).
 
-    `log` keeps every forbidden call in order (a call outside a watched call, at import or from a
-    late thread, shows in the next watched call's report); `canary()` calls each op once and
-    lists the ones whose kernel is no longer this watch's (replaced or unregistered)."""
+    `pending` holds the forbidden ops called since the last report (a call outside a watched
+    call, at import or from a late thread, shows in the next watched call's report; a set, so a
+    candidate calling one in a loop cannot fill memory); `canary()` calls each op once and lists
+    the ones whose kernel is no longer this watch's (replaced or unregistered)."""
 
     def __init__(self, ops: frozenset[str], device: torch.device) -> None:
         import warnings
 
-        self.log: list[str] = []
-        self.reported = 0  # log entries already in a watched call's report
+        self.pending: set[str] = set()
         self.in_canary = False
         self.lib = torch.library.Library("aten", "IMPL")  # kept: destroying it restores the ops
         self.ops: list[tuple[str, Any]] = []  # (name, the op's C++ entry point): canaries
@@ -882,7 +882,7 @@ class _BackendWatch:
         def forbidden(*args, **kwargs):
             if self.in_canary:
                 raise ForbiddenCall("canary")
-            self.log.append(f"aten::{name}")
+            self.pending.add(f"aten::{name}")
             raise ForbiddenCall(f"called aten::{name} at run time (forbidden in this task)")
 
         return forbidden
@@ -950,8 +950,8 @@ def _make_watch(forbidden_ops: frozenset[str], cnames: frozenset[str], device: t
         if removed:
             seen.append("profile hook removed during the call")
         if backend:  # everything since the last report: also calls made between watched calls
-            seen += backend.log[backend.reported :]
-            backend.reported = len(backend.log)
+            seen += backend.pending
+            backend.pending.clear()
             seen += backend.canary()
         ops = sorted(set(seen))
         if failed is not None:
