@@ -874,9 +874,25 @@ class _BackendWatch:
                     # the dispatcher's entry point itself, taken now: a candidate that later
                     # patches torch.ops or OpOverload cannot answer the canary in its place
                     self.ops.append((name, packet.default._op))
-        self.devices = [torch.device("cpu")] + ([device] if device.type == "cuda" else [])
-        self._z = {d: torch.zeros(2, 2, device=d) for d in self.devices}
-        self._t = {d: torch.zeros(2, device=d) for d in self.devices}
+        devices = [torch.device("cpu")] + ([device] if device.type == "cuda" else [])
+        self._z = {d: torch.zeros(2, 2, device=d) for d in devices}
+        self._t = {d: torch.zeros(2, device=d) for d in devices}
+        # (name, entry point, device) whose canary reaches the watch now, while it is surely in
+        # place: a canary that some argument check stops first would later read as "removed"
+        # and reject every candidate, so it is left out instead
+        self.canaries = [(n, op, d) for n, op in self.ops for d in devices if self._raises(n, op, d)]
+
+    def _raises(self, name: str, op: Any, d: torch.device) -> bool:
+        self.in_canary = True
+        try:
+            op(*_CANARY_ARGS[name](self._z[d], self._t[d]))
+        except ForbiddenCall:
+            return True
+        except Exception:  # noqa: BLE001 - any other outcome: not the watch's kernel
+            return False
+        finally:
+            self.in_canary = False
+        return False
 
     def _kernel(self, name: str):
         def forbidden(*args, **kwargs):
@@ -888,21 +904,11 @@ class _BackendWatch:
         return forbidden
 
     def canary(self) -> list[str]:
-        gone = []
-        self.in_canary = True
-        try:
-            for name, op in self.ops:
-                for d in self.devices:
-                    try:
-                        op(*_CANARY_ARGS[name](self._z[d], self._t[d]))
-                    except ForbiddenCall:
-                        continue
-                    except Exception:  # noqa: BLE001, S112 - any other outcome: not our kernel
-                        pass
-                    gone.append(f"the watch on aten::{name} ({d.type}) was removed")
-        finally:
-            self.in_canary = False
-        return gone
+        return [
+            f"the watch on aten::{n} ({d.type}) was removed"
+            for n, op, d in self.canaries
+            if not self._raises(n, op, d)
+        ]
 
 
 def _make_watch(forbidden_ops: frozenset[str], cnames: frozenset[str], device: torch.device):

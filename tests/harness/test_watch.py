@@ -99,10 +99,15 @@ def test_removing_the_watch_is_reported_by_the_canary() -> None:
         import gc
         from cockpit.harness import arena
         w = next(o for o in gc.get_objects() if isinstance(o, arena._BackendWatch))
+        out["canaries"] = sorted(f"{n}:{d.type}" for n, _, d in w.canaries)
         def restore_and_call():
             w.lib._destroy()
             return torch.geqrf(A)[0]
         run("restored", restore_and_call)
     """)
+    # every forbidden op has a working canary (one that an argument check stops first would be
+    # left out at start-up rather than reject every candidate later)
+    assert out["canaries"] == [f"{n}:cpu" for n in sorted(
+        ["geqrf", "linalg_qr", "qr", "linalg_householder_product", "orgqr", "ormqr"])]  # fmt: skip
     ops = out["restored"]["ops"]
     assert "the watch on aten::geqrf (cpu) was removed" in ops, ops
