@@ -846,7 +846,7 @@ class _BackendWatch:
     whatever path reaches the op (`torch.geqrf`, `torch.ops.aten` by a computed name, `getattr`,
     `importlib`, compiled code, `_DisableTorchDispatch`, another thread) ends here, and ordinary
     ops pay nothing. It replaced a Python dispatch mode that saw every op of every watched call:
-    that made torch-level QR seeds 7.7-16.7x slower per watched call on the CPU (session 6).
+    that made torch-level QR seeds 8-9x slower per watched call on the CPU (bench/watch_cost.py).
 
     `pending` holds the forbidden ops called since the last report (a call outside a watched
     call, at import or from a late thread, shows in the next watched call's report; a set, so a
