@@ -5,7 +5,8 @@
 For torch-level QR seeds (many small aten ops per call, the code an agent writes first) it times
 one call three ways, alternating: plain; under the arena's watch (`arena._make_watch`: the
 forbidden ops replaced in the dispatcher, a profile hook, the canary); and under the session-5
-watch, a Python dispatch mode that sees every op plus the same hook (`--no-mode` skips it). Minimum of `--reps` calls each. Prints a table and writes watch_cost.json.
+watch, a Python dispatch mode that sees every op plus the same hook (`--no-mode` skips it).
+Minimum of `--reps` calls each. Prints a table and writes watch_cost.json.
 """
 
 from __future__ import annotations
@@ -78,9 +79,7 @@ def main() -> None:
     dev = torch.device(args.device)
     task = load_task("qr")
     ops = frozenset(o.lower() for o in task.forbidden_ops)
-    names = frozenset(  # as the judge passes them (judge.py: forbidden_cnames)
-        f.split(".")[-1].lower() for f in task.forbidden if f.split(".")[0] in ("numpy", "scipy")
-    )
+    names = frozenset(f.lower() for f in task.forbidden_cnames)  # as the judge passes them
     watch = _make_watch(ops, names, dev)
     mode = None if args.no_mode else dispatch_mode_watch(ops, names)
 
@@ -93,6 +92,7 @@ def main() -> None:
         batch, n = shapes[dev.type == "cuda"]
         mod = load_module(ROOT / "kernels/qr/seeds" / f"{seed}.py")
         A = torch.randn(batch, n, n, device=dev)
+
         def call(k=mod.kernel, a=A):
             return k(a)
 

@@ -121,7 +121,6 @@ def _progress_eval(task, candidate: Path, opts, quiet: bool):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-
     from cockpit.harness.judge import CandidateError, Options
     from cockpit.render import print_result
 
@@ -224,7 +223,6 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
 
 def _merged(parts: list[tuple[str, dict]], as_json: bool, out: str | None = None) -> int:
     """Merge the parts of a sharded evaluation, write and show the verdict, its exit code."""
-
     from cockpit.harness.shards import MergeError, merge
     from cockpit.render import print_result
 

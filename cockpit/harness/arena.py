@@ -859,7 +859,7 @@ class _BackendWatch:
         self.pending: set[str] = set()
         self.in_canary = False
         self.lib = torch.library.Library("aten", "IMPL")  # kept: destroying it restores the ops
-        self.ops: list[tuple[str, Any]] = []  # (name, the op's C++ entry point): canaries
+        entries: list[tuple[str, Any]] = []  # (name, the op's C++ entry point): canaries
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
             for name in sorted(ops):
@@ -873,14 +873,14 @@ class _BackendWatch:
                 if name in _CANARY_ARGS and "default" in packet.overloads():
                     # the dispatcher's entry point itself, taken now: a candidate that later
                     # patches torch.ops or OpOverload cannot answer the canary in its place
-                    self.ops.append((name, packet.default._op))
+                    entries.append((name, packet.default._op))
         devices = [torch.device("cpu")] + ([device] if device.type == "cuda" else [])
         self._z = {d: torch.zeros(2, 2, device=d) for d in devices}
         self._t = {d: torch.zeros(2, device=d) for d in devices}
         # (name, entry point, device) whose canary reaches the watch now, while it is surely in
         # place: a canary that some argument check stops first would later read as "removed"
         # and reject every candidate, so it is left out instead
-        self.canaries = [(n, op, d) for n, op in self.ops for d in devices if self._raises(n, op, d)]
+        self.canaries = [(n, op, d) for n, op in entries for d in devices if self._raises(n, op, d)]
 
     def _raises(self, name: str, op: Any, d: torch.device) -> bool:
         self.in_canary = True

@@ -304,13 +304,7 @@ class _Evaluation:
             "cache_dir": str(cache),
             "n_outputs": len(task.outputs),
             "forbidden_ops": [] if self.exempt else task.forbidden_ops,
-            "forbidden_cnames": []
-            if self.exempt
-            else [
-                f.split(".")[-1]
-                for f in task.forbidden
-                if "." in f and f.split(".")[0] in ("numpy", "scipy")
-            ],
+            "forbidden_cnames": [] if self.exempt else task.forbidden_cnames,
             "sandbox": self.opts.sandbox,
             "exclude": [str(task.root), str(Path(__file__).resolve().parents[2])],
             "memory_bytes": mem if self.device == "cpu" else None,

@@ -114,6 +114,16 @@ class Task:
     def seeds(self) -> list[Path]:
         return sorted(p for p in self.seeds_dir.glob("*.py") if not p.name.startswith("_"))
 
+    @property
+    def forbidden_cnames(self) -> list[str]:
+        """The forbidden numpy/scipy functions by bare name, as the arena's profile hook
+        matches them (`numpy.linalg.qr` -> `qr`)."""
+        return [
+            f.split(".")[-1]
+            for f in self.forbidden
+            if "." in f and f.split(".")[0] in ("numpy", "scipy")
+        ]
+
     def shape_set(self, device: str, name: str) -> list[Shape]:
         return self.shapes["cpu" if device == "cpu" else "gpu"][name]
 
