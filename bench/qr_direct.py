@@ -57,6 +57,8 @@ def main() -> None:
     p.add_argument("--max-call-s", type=float, default=3.0)
     p.add_argument("--no-geqrf", action="store_true")
     p.add_argument("--max-elems", type=float, default=1.2e9, help="skip specs larger than this")
+    p.add_argument("--max-batch", type=int, help="only specs with at most this many matrices")
+    p.add_argument("--min-n", type=int, default=0, help="only specs with at least this n")
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()
@@ -87,7 +89,9 @@ def main() -> None:
     print(f"{'spec':34s} {'seed':22s} {'check':>6s} {'median':>11s} {'vs geqrf':>9s}", flush=True)
     for spec in specs:
         params = dict(spec.params)
-        if params["batch"] * params["n"] ** 2 > args.max_elems:
+        if params["batch"] * params["n"] ** 2 > args.max_elems or params["n"] < args.min_n:
+            continue
+        if args.max_batch is not None and params["batch"] > args.max_batch:
             continue
         label = f"{params['family']} ({params['batch']},{params['n']}) c{params.get('cond', 1)}"
         inputs = [ref.make_inputs(params, s, args.device)[0] for s in (11, 12)]

@@ -18,6 +18,22 @@ STATUS_STYLE = {
 }
 
 
+
+def collapse_flags(flags: list[str], keep: int = 3) -> list[str]:
+    """The judge's flags with each kind ("host-bound: SHAPE: ...") shown `keep` times at most,
+    then one line that counts the rest: a torch-level QR seed gets one per shape (41 in a final)."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for flag in flags:
+        kind = str(flag).split(": ", 1)[0]
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] <= keep:
+            out.append(str(flag))
+    for kind, n in seen.items():
+        if n > keep:
+            out.append(f"{kind}: … and {n - keep} more shape{'s' * (n - keep != 1)}")
+    return out
+
 def fmt_us(us: float | None) -> str:
     if us is None:
         return "-"
@@ -136,7 +152,7 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     for reason in r.get("reasons", []):
         where = f" [{reason['shape']}]" if reason.get("shape") else ""
         console.print(Text(f"  ✗ {reason['kind']}{where}: {reason['message']}", style="red"))
-    for flag in r.get("flags", []):
+    for flag in collapse_flags(r.get("flags") or []):
         console.print(Text(f"  ! {flag}", style="yellow"))
     prof = r.get("profile") or {}
     if prof.get("launches") is not None:

@@ -170,7 +170,10 @@ def _shape_lines(r: dict[str, Any], names: dict[str, str]) -> list[str]:
             if s.get("bound"):
                 state += f" ({s['bound']}-bound)"
             if str(s.get("shape")) in host_bound:
-                state += "; host-bound: launching one call takes longer on the host than it runs"
+                state += (
+                    "; host-bound: the host spends longer per call (launching, or waiting on the "
+                    "GPU) than the GPU runs it"
+                )
         else:
             state = "✓ verified, not timed"
         out.append(f"  {label}: {state}")

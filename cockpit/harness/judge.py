@@ -665,9 +665,9 @@ class _Evaluation:
             sub = stats.submit_median_us
             if sub is not None and stats.median_us >= HOST_BOUND_MIN_US and sub > stats.median_us:
                 self.res.flags.append(
-                    f"host-bound: {label}: {sub:.0f} us on the host to launch one call against "
-                    f"{stats.median_us:.0f} us on the GPU; back to back, calls would run at the "
-                    "host's pace"
+                    f"host-bound: {label}: {sub:.0f} us on the host per call (launching it, or "
+                    f"waiting inside it for the GPU) against {stats.median_us:.0f} us on the GPU; "
+                    "back to back, calls would run at the host's pace"
                 )
 
     def _rebuild(self, pool: list[tuple], recipe: Any) -> tuple[torch.Tensor, ...]:

@@ -11,6 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
+from cockpit.render import collapse_flags
 from cockpit.tui.describe import verdict_style
 from cockpit.tui.format import fmt_speedup, fmt_us
 from cockpit.tui.sources import CandidateDetail as Detail
@@ -63,7 +64,7 @@ def feedback_text(d: Detail) -> Content:
                 str(reason.get("message", "")),
             )
         )
-    for flag in r.get("flags") or []:
+    for flag in collapse_flags(r.get("flags") or []):
         lines.append(Content.styled(f"! {flag}", "$warning"))
     extra = []
     if r.get("roofline_pct") is not None:
