@@ -34,6 +34,11 @@ BASE_FAMILIES = [f for f in ref.FAMILIES if f != "mixed"]
 # Tall panels split over several programs per matrix: every panel taller than 4 rows, 4 rows
 # per program (n = 17: 5, 3 and 2 programs), 2 rows per chunk (several chunks per program).
 SPLIT = {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2}
+# Tall panels as a TSQR (TSQR_PANEL): register blocks of 8 columns hold 32 rows (REG_ELEMS 256),
+# so panels taller than 32 rows go through 2-4 row blocks of 16 or 32 and the stacked R's; at
+# n = 40 and 70 the first panels are TSQR panels, the rest register panels.
+TSQR = {"NB": 8, "REG_ELEMS": 256, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2, "FUSED_MAX_N": 4,
+        "TSQR_PANEL": True, "TSQR_BLOCKS": 4}  # fmt: skip
 # The trailing update as the two Triton tl.dot kernels (USE_TF32X3's path; in the interpreter
 # in "ieee" float32), tiles of 16 so that n = 33..70 has several tiles and ragged edges.
 DOT = {"FORCE_TRITON_UPDATE": True, "DOT_BM": 16, "DOT_BN": 16, "DOT_BK": 16}
@@ -54,6 +59,7 @@ PATHS = {
     # the same update as one strip kernel per column strip (W stays in the program)
     "fused-strip-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
+    "fused-tsqr": ("fused", TSQR),
     # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
     # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
     "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
@@ -98,6 +104,7 @@ def _path_params() -> list:
     out = []
     for name in PATHS:
         sizes = STREAMED_SIZES if "streamed" in name or "split" in name else SIZES
+        sizes = [17, 40, 70] if "tsqr" in name else sizes
         out += [pytest.param(name, n, id=f"{name}-n{n}") for n in sizes]
     return out
 
@@ -107,6 +114,28 @@ def test_every_path_factors_every_family(path, n, monkeypatch):
     seed, constants = PATHS[path]
     a = every_family(n)
     assert_passes(a, run(seed, a, monkeypatch, **constants), f"{path} n={n}")
+
+
+def test_the_tsqr_path_runs_where_a_panel_would_be_split(monkeypatch):
+    """fused-tsqr above must exercise the TSQR panel, not fall back to the split one: count its
+    panels on a rank-deficient batch (the blocks' R's have zero rows; the rebuilt V, T and tau
+    then feed the trailing updates, so the checker sees any error in them)."""
+    module = SEEDS["fused"]
+    seen = []
+    real = module._tsqr_panel
+
+    def counting(h, tau, v, t, k, kb, nblk, r):
+        seen.append((h.shape[1] - k, kb, nblk, r))
+        real(h, tau, v, t, k, kb, nblk, r)
+
+    monkeypatch.setattr(module, "_tsqr_panel", counting)
+    a = ref.make_inputs({"batch": 2, "n": 48, "cond": 1, "family": "rankdef"}, 4, "cpu")[0]
+    assert_passes(a, run("fused", a, monkeypatch, **TSQR), "tsqr rankdef n=48")
+    # m = 48 and 40 in 3 blocks of 16 rows; from m = 32 on a panel fits the registers
+    assert seen == [(48, 8, 3, 16), (40, 8, 3, 16)]
+    assert module._tsqr_shape(48, 8, 8) == (3, 16)
+    monkeypatch.setattr(module, "REG_ELEMS", 16)
+    assert module._tsqr_shape(48, 8, 8) is None  # a block row count below the panel width
 
 
 @pytest.mark.parametrize("seed", SEED_FILES)

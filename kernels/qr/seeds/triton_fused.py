@@ -85,6 +85,7 @@ TUNABLES = {
     "FEW_NB": [0, 64],
     "NB_OUTER": [0, 64, 128],
     "REG_ELEMS": [4096, 8192, 16384],
+    "TSQR_PANEL": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -110,6 +111,10 @@ SPLIT_TARGET = 256  # tall panels: split rows until batch * programs reaches thi
 SPLIT_MIN = 4  # ... if that gives at least this many programs per matrix
 SPLIT_MIN_ROWS = 64  # rows per program at least
 MAX_SPLIT = 64  # programs per matrix at most
+TSQR_PANEL = False  # where a panel would be split: factor it as a TSQR (_tsqr_panel) instead.
+# Off: on the H200 1.1-1.3x slower at batch <= 8, 6-11% faster at batch 20-50, n 700-1500
+# (BENCHMARKS.md, session 7)
+TSQR_BLOCKS = 16  # row blocks of a TSQR panel (their stacked R's must fit the register path)
 # Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
 # specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
 # launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
@@ -211,6 +216,34 @@ def _panel_reg(
     tl.store(vptr, vblock, mask=inb)
     tptr = (T + mats * (kb * kb))[:, None, None] + (ti * kb + c3)
     tl.store(tptr, t, mask=mok & (ti < kb) & (c3 < kb))
+
+
+@triton.jit
+def _lu_signs(M, S, kb, NBP: tl.constexpr):
+    """In place, one kb x kb matrix per program: LU without pivoting of M - diag(S), the sign
+    S_j = -sign(pivot) picked as column j is reached (|pivot| = |M~_jj| + 1 >= 1): L strictly
+    below the diagonal (unit), U on and above it; S to its own (batch, kb) buffer."""
+    b = tl.program_id(0).to(tl.int64)
+    rows = tl.arange(0, NBP)[:, None]
+    cols = tl.arange(0, NBP)[None, :]
+    inb = (rows < kb) & (cols < kb)
+    ptr = M + b * kb * kb + rows * kb + cols
+    a = tl.load(ptr, mask=inb, other=0.0)
+    sv = tl.zeros([1, NBP], tl.float32)
+    for j in range(0, kb):
+        dj = (rows == j) & (cols == j)
+        p = tl.reduce(tl.reduce(tl.where(dj, a, 0.0), 1, _add), 0, _add)
+        sj = tl.where(p >= 0, -1.0, 1.0)
+        piv = p - sj
+        sv = tl.where(cols == j, sj, sv)
+        colj = tl.reduce(tl.where(cols == j, a, 0.0), 1, _add)[:, None]  # [NBP, 1]
+        rowj = tl.reduce(tl.where(rows == j, a, 0.0), 0, _add)[None, :]  # [1, NBP]
+        rowj = tl.where(cols == j, piv, rowj)
+        lcol = tl.where(rows > j, tl.div_rn(colj, tl.zeros_like(colj) + piv), 0.0)
+        a = tl.where(cols > j, a - lcol * rowj, a)
+        a = tl.where(cols == j, tl.where(rows > j, lcol, tl.where(rows == j, piv, a)), a)
+    tl.store(ptr, a, mask=inb)
+    tl.store(S + b * kb + cols, sv, mask=cols < kb)
 
 
 @triton.jit
@@ -521,6 +554,88 @@ def _split_panel(h, tau, v, t, k, kb, nsplit):
         )  # fmt: skip
 
 
+def _tsqr_shape(m: int, kb: int, nbp: int) -> tuple[int, int] | None:
+    """(blocks, rows per block) of a TSQR panel of m rows, or None where it does not fit: each
+    block (a power of two >= the panel width) and the stacked R's of all blocks in registers."""
+    rmax = REG_ELEMS // nbp
+    p = min(TSQR_BLOCKS, rmax // max(kb, 1))
+    if p < 2:
+        return None
+    r = max(nbp, triton.next_power_of_2(triton.cdiv(m, p)))
+    if r > rmax:
+        return None
+    return triton.cdiv(m, r), r
+
+
+def _reg_panel(x, v, t, tau, kb, nbp):
+    """Factor the first kb columns of every (rows x rows) matrix of x with `_panel_reg`."""
+    batch, rows, _ = x.shape
+    mb = max(2, triton.next_power_of_2(rows))
+    mpp = _per_program(batch, mb * nbp, x.is_cuda)
+    _panel_reg[(triton.cdiv(batch, mpp),)](
+        x, v, t, tau, batch, rows, rows, kb, 0, v.shape[1], MPP=mpp, MB=mb, NBP=nbp,
+        num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
+    )  # fmt: skip
+
+
+def _tsqr_panel(h, tau, v, t, k, kb, nblk, r):
+    """Panel h[:, k:, k:k+kb] (m rows) as a TSQR: its nblk row blocks of r rows factored in
+    registers in one launch, their stacked R's in a second; the panel's Q (m x kb) formed from
+    both levels' compact WY; then its Householder form rebuilt from Q (Ballard, Demmel, Grigori,
+    Jacquelin, Knight, Nguyen 2015, as in cholqr_reconstruct.py): Q - [S; 0] = L U without
+    pivoting, V = L, T = -U S V1^-T, R = S R_tsqr, tau = diag(T). Fixed launches per panel
+    instead of kb + 1 (the split panel's chain of per-column launches)."""
+    batch, n, _ = h.shape
+    m = n - k
+    nbp = max(2, triton.next_power_of_2(kb))
+    dev, dt = h.device, h.dtype
+    pr = nblk * r
+    blk = torch.empty(batch, pr, r, dtype=dt, device=dev)
+    blk[:, :m, :kb] = h[:, k:, k : k + kb]
+    blk[:, m:, :kb] = 0.0
+    bb = batch * nblk
+    v1 = torch.empty(bb, r * kb, dtype=dt, device=dev)
+    t1 = torch.empty(bb, kb * kb, dtype=dt, device=dev)
+    tau1 = torch.empty(bb, r, dtype=dt, device=dev)
+    blk4 = blk.view(batch, nblk, r, r)
+    _reg_panel(blk.view(bb, r, r), v1, t1, tau1, kb, nbp)
+    rows2 = nblk * kb
+    st = torch.empty(batch, rows2, rows2, dtype=dt, device=dev)
+    st[:, :, :kb].view(batch, nblk, kb, kb).copy_(torch.triu(blk4[:, :, :kb, :kb]))
+    v2 = torch.empty(batch, rows2 * kb, dtype=dt, device=dev)
+    t2 = torch.empty(batch, kb * kb, dtype=dt, device=dev)
+    tau2 = torch.empty(batch, rows2, dtype=dt, device=dev)
+    _reg_panel(st, v2, t2, tau2, kb, nbp)
+    # Q of the stacked level, then of every block: Q = E - V (T (V1^T E))
+    vs = v2.view(batch, rows2, kb)
+    qs = -(vs @ (t2.view(batch, kb, kb) @ vs[:, :kb].mT))
+    qs[:, :kb].diagonal(dim1=1, dim2=2).add_(1.0)
+    vb = v1.view(bb, r, kb)
+    qsb = qs.view(bb, kb, kb)
+    qb = -(vb @ (t1.view(bb, kb, kb) @ (vb[:, :kb].mT @ qsb)))
+    qb[:, :kb] += qsb
+    q = qb.view(batch, pr, kb)[:, :m]
+    lu = q[:, :kb].contiguous()
+    s = torch.empty(batch, kb, dtype=dt, device=dev)
+    _lu_signs[(batch,)](lu, s, kb, NBP=nbp, num_warps=_warps(nbp * nbp, ELEMS_PER_THREAD))
+    u = torch.triu(lu)
+    l1 = torch.tril(lu, -1)
+    l1.diagonal(dim1=1, dim2=2).fill_(1.0)
+    vv = v[:, : m * kb].view(batch, m, kb)
+    vv[:, :kb] = l1
+    vv[:, kb:] = torch.linalg.solve_triangular(u, q[:, kb:], upper=True, left=False)
+    tt = t[:, : kb * kb].view(batch, kb, kb)
+    tt.copy_(
+        torch.linalg.solve_triangular(
+            l1.mT, -u * s[:, None, :], upper=True, left=False, unitriangular=True
+        )
+    )
+    tau[:, k : k + kb] = tt.diagonal(dim1=1, dim2=2)
+    r_h = torch.triu(st[:, :kb, :kb]) * s[:, :, None]
+    h[:, k : k + kb, k : k + kb] = r_h + torch.tril(lu, -1)
+    h[:, k + kb :, k : k + kb] = vv[:, kb:]
+
+
 def _factor_panel(h, tau, v, t, k, kb):
     """Factor the panel h[:, k:, k:k+kb] in place; V (unit lower-trapezoidal, (n - k) x kb) and
     T (kb x kb) of each matrix go to the start of its row of the flat buffers v and t."""
@@ -537,7 +652,11 @@ def _factor_panel(h, tau, v, t, k, kb):
             num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
     elif _split_programs(batch, m, nbp):
-        _split_panel(h, tau, v, t, k, kb, _split_programs(batch, m, nbp))
+        shape = _tsqr_shape(m, kb, nbp) if TSQR_PANEL else None
+        if shape is not None:
+            _tsqr_panel(h, tau, v, t, k, kb, *shape)
+        else:
+            _split_panel(h, tau, v, t, k, kb, _split_programs(batch, m, nbp))
     else:
         rb = max(16, min(mb, CHUNK_ELEMS // nbp))
         _panel_stream[(batch,)](
