@@ -1,6 +1,7 @@
 """Where a QR seed's time goes on a GPU: kernel census per benchmark spec (torch.profiler).
 
     python bench/qr_profile.py --seed triton_panel_wy --out $OUT
+    python bench/qr_profile.py --seed triton_fused:USE_GRAPHS=0 --specs 2x4096 8x2048 --out $OUT
 
 For each spec: launches per call, GPU busy time vs wall time (the gap is host/launch overhead),
 and the top kernels by total GPU time. Prints a table, writes qr_profile-SEED.json.
@@ -21,7 +22,8 @@ from torch.profiler import ProfilerActivity, profile
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from qr_direct import load_module  # noqa: E402  (bench/ is the script's own folder)
+from benchlib import load_variant  # noqa: E402  (bench/ is the script's own folder)
+from qr_direct import load_module  # noqa: E402
 
 from cockpit.harness.task import load_task  # noqa: E402
 
@@ -30,18 +32,27 @@ SPECS = [(20, 32), (40, 176), (40, 352), (640, 512), (60, 1024), (8, 2048), (2, 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--seed", required=True)
+    p.add_argument("--seed", required=True, help="STEM or STEM:KEY=VALUE,... (as qr_direct)")
+    p.add_argument(
+        "--specs", nargs="*", help="BATCHxN each (default: the seven dense benchmark specs)"
+    )
     p.add_argument("--calls", type=int, default=3)
     p.add_argument("--top", type=int, default=8)
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()
     task = load_task("qr")
     ref = load_module(task.reference_path)
-    fn = load_module(task.seeds_dir / f"{args.seed}.py").kernel
+    fn = load_variant(task.seeds_dir, args.seed).kernel
+    specs = SPECS
+    if args.specs:
+        try:
+            specs = [tuple(int(x) for x in sp.lower().split("x")) for sp in args.specs]
+        except ValueError:
+            sys.exit(f"qr_profile: --specs wants BATCHxN, e.g. 2x4096 (got {args.specs})")
     doc = {"gpu": torch.cuda.get_device_name(0), "seed": args.seed, "specs": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for batch, n in SPECS:
+    for batch, n in specs:
         a = ref.make_inputs({"batch": batch, "n": n, "cond": 2, "family": "dense"}, 5, "cuda")[0]
         fn(a)
         fn(a)
@@ -87,7 +98,8 @@ def main() -> None:
                 f"    {t['per_call_us'] / 1e3:9.3f} ms  x{t['count_per_call']:6.0f}  {t['kernel']}",
                 flush=True,
             )
-        (out / f"qr_profile-{args.seed}.json").write_text(json.dumps(doc, indent=1))
+        stem = args.seed.replace(":", "-").replace(",", "-").replace("=", "")
+        (out / f"qr_profile-{stem}.json").write_text(json.dumps(doc, indent=1))
         del a
         torch.cuda.empty_cache()
 
