@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from cockpit.cli import UsageError, _device, _load_task
+from cockpit.cli import UsageError, _device, _load_task, out_console
 
 
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
@@ -331,7 +331,6 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
 # --- ls / status / stop / send -------------------------------------------------------------------
 def cmd_ls(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from cockpit.render import fmt_us
@@ -362,7 +361,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         t.add_row(
             i.name, i.task or "", i.device or "", i.state, str(i.candidates), fmt_us(i.best_us)
         )
-    Console().print(t)
+    out_console().print(t)
     return 0
 
 
@@ -432,7 +431,6 @@ def status_dict(folder: Path) -> dict[str, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from cockpit.render import fmt_us
@@ -441,7 +439,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(d))
         return 0
-    con = Console()
+    con = out_console()
     best = d["best"]
     con.print(
         f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
