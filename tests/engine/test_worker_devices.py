@@ -36,3 +36,28 @@ def test_a_spawned_worker_sees_the_parents_gpu_not_its_slot_number(monkeypatch) 
     finally:
         pool.shutdown()
     assert seen == "7"
+
+
+UUIDS = ["GPU-8a7b1c00-0000", "GPU-77c10000-1111", "GPU-8a7b2d00-2222"]
+
+
+@pytest.mark.parametrize(
+    "visible, want",
+    [
+        (None, [0, 1, 2]),  # unset: every GPU
+        ("1", [1]),  # session 7's record: the loop on GPU 1 of 2 sampled GPU 0 as well
+        ("2,0", [2, 0]),  # CUDA's order, not NVML's
+        ("GPU-77c1", [1]),  # a unique UUID prefix, as CUDA accepts it
+        ("GPU-8a7b2d00-2222,1", [2, 1]),
+        ("GPU-8a7b", []),  # ambiguous prefix: names no GPU, and ends the list as in CUDA
+        ("0,7,1", [0]),  # no GPU 7: CUDA stops at the first invalid entry
+        ("-1", []),
+        ("", []),
+        ("1,1", [1]),
+        ("MIG-4f3e", [0, 1, 2]),  # MIG slices: NVML's whole-GPU counters, every GPU
+    ],
+)
+def test_telemetry_samples_only_the_gpus_the_session_may_use(visible, want) -> None:
+    from cockpit.engine.telemetry import nvml_indices
+
+    assert nvml_indices(visible, UUIDS) == want
