@@ -37,3 +37,15 @@ def test_a_real_h200_final_prints_its_flags_collapsed() -> None:
     assert text.count("! host-bound: ") == 4
     assert "host-bound: … and 38 more shapes" in text
     assert "verdict: ok" in text
+
+
+def test_the_candidate_pane_collapses_them_too() -> None:
+    from cockpit.store.models import Candidate
+    from cockpit.tui.sources.base import CandidateDetail
+    from cockpit.tui.widgets.candidate_detail import feedback_text
+
+    r = json.loads(FINAL.read_text())
+    c = Candidate("c0001", "b1", None, "householder", "ok", 1.0, 1.0, None, None, None, None, {})
+    text = feedback_text(CandidateDetail(c, None, None, None, r, None)).plain
+    assert text.count("! host-bound: ") == 4
+    assert "host-bound: … and 38 more shapes" in text
