@@ -45,6 +45,11 @@ SPLIT_MIN_ROWS rows each) and the panel takes kb + 1 launches of `_panel_split`:
 sums the P partial statistics of column j (x^T P and the pivot row; same order everywhere, so
 every program builds the same reflector), applies reflector j to its rows and writes its
 partials of column j + 1 (double-buffered scratch). Same arithmetic as the streamed panel.
+TSQR panels (TSQR_PANEL, off): where a panel would be split, its row blocks are factored in
+registers in one launch and their stacked R's in a second; the panel's Q is formed from both
+levels' compact WY and its Householder form rebuilt from Q (`_lu_signs`: an unpivoted LU with
+sign choices, then two triangular solves). Correct everywhere, but slower than the split panel
+for batch <= 8 on the H200 (its second level is as serial as the column walk it replaces).
 
 CUDA graphs (USE_GRAPHS, CUDA only, input + H + scratch <= GRAPH_MAX_BYTES): the first call at a
 (shape, device) runs plainly (its result is returned; the run compiles every kernel) and then
