@@ -58,8 +58,18 @@ PATHS = {
     "fused-triton-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT}),
     # the same update as one strip kernel per column strip (W stays in the program)
     "fused-strip-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}),
+    # W = T^T V^T C and C -= V W as two kernels (few matrices on the GPU; on the CPU, with one
+    # "SM", the strip kernel is taken unless FUSE_UPDATE is off), W whole or in 3 row ranges
+    # (WY_KSPLIT: ranges of 32, 32 and 6 rows at n = 70, partials summed by the update)
+    "fused-two-kernel-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": False}),
+    "fused-two-kernel-ksplit": (
+        "fused",
+        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": False, "WY_KSPLIT": 3},
+    ),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
     "fused-tsqr": ("fused", TSQR),
+    # one launch per tall panel (PERSIST_PANEL); in the interpreter one program per matrix
+    "fused-persist": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True}),
     # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
     # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
     "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
@@ -168,7 +178,9 @@ def test_tiny_matrices_share_a_program_on_the_gpu_and_larger_ones_do_not(seed):
     assert per_program(3, 2 * 2, True) == 4  # never more than the (rounded-up) batch
 
 
-@pytest.mark.parametrize("path", ["fused-default", "wy-default", "wy-streamed", "wy-split"])
+@pytest.mark.parametrize(
+    "path", ["fused-default", "wy-default", "wy-streamed", "wy-split", "fused-persist"]
+)
 def test_zero_columns_get_tau_zero_and_stay_untouched(path, monkeypatch):
     seed, constants = PATHS[path]
     a = ref.make_inputs({"batch": 2, "n": 6, "cond": 1, "family": "upper"}, 0, "cpu")[0]
@@ -323,3 +335,55 @@ def test_few_large_matrices_take_the_wider_panel_when_asked(monkeypatch):
         assert module._panel_width(2, 40) == module.NB  # not large
         assert_passes(a, run("fused", a, m), "FEW_NB=64")
     assert module._panel_width(2, 100) == module.NB  # off by default
+
+
+def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):
+    """PERSIST_PANEL: every panel that would be split takes one launch of `_panel_persist`
+    (one program per matrix in the interpreter, where programs run one after another), none of
+    `_panel_split`; its factors equal the split panel's up to rounding (the same arithmetic; a
+    well-conditioned batch, where rounding cannot turn a reflector). Every family: PATHS."""
+    module = SEEDS["fused"]
+    a = ref.make_inputs({"batch": 3, "n": 17, "cond": 1, "family": "dense"}, 6, "cpu")[0]
+    launches = {"persist": [], "split": []}
+    for name, key in (("_panel_persist", "persist"), ("_panel_split", "split")):
+        real = getattr(module, name)
+
+        class Spy:
+            def __getitem__(self, grid, real=real, key=key):
+                launches[key].append(grid)
+                return real[grid]
+
+        monkeypatch.setattr(module, name, Spy())
+    constants = dict(SPLIT, FUSED_MAX_N=4)
+    h_split, tau_split = run("fused", a, monkeypatch, **constants)
+    assert launches == {"persist": [], "split": [(3, 5)] * 9 + [(3, 3)] * 9}
+    launches["split"].clear()
+    out = run("fused", a, monkeypatch, **constants, PERSIST_PANEL=True)
+    assert_passes(a, out, "persist n=17")
+    assert launches == {"persist": [(3, 1), (3, 1)], "split": []}  # k = 0 and 8: one each
+    assert torch.allclose(out[0], h_split, atol=1e-5, rtol=1e-4)
+    assert torch.allclose(out[1], tau_split, atol=1e-6)
+
+
+def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
+    """The launcher's arithmetic for an H200 (132 SMs): batch * programs never exceeds the SM
+    count (the barrier needs every program of a matrix resident), rows per program a power of
+    two that fits the registers; large batches and short panels keep the other paths."""
+    module = SEEDS["fused"]
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setitem(module._SMS, gpu, 132)  # no CUDA call: the cached SM count
+    monkeypatch.setattr(module, "PERSIST_PANEL", True)
+    shape = module._persist_shape
+    assert shape(2, 4096, 32, gpu) == (64, 64)
+    assert shape(8, 2048, 32, gpu) == (16, 128)
+    assert shape(1, 3000, 32, gpu) == (47, 64)
+    assert shape(60, 1024, 32, gpu) == (2, 512)
+    assert shape(20, 1500, 32, gpu) == (6, 256)
+    for batch, m in ((2, 4096), (8, 2048), (1, 3000), (60, 1024), (20, 1500), (50, 700)):
+        p, rb = shape(batch, m, 32, gpu)
+        assert batch * p <= 132 and rb * 32 <= module.REG_ELEMS and p * rb >= m
+    assert shape(100, 700, 32, gpu) is None  # one program per matrix: streamed
+    assert shape(640, 512, 32, gpu) is None  # fits one program's registers
+    assert shape(2, 4096, 32, torch.device("cpu")) == (1, 4096)  # the interpreter
+    monkeypatch.setattr(module, "PERSIST_PANEL", False)
+    assert shape(2, 4096, 32, gpu) is None  # off by default

@@ -91,6 +91,8 @@ TUNABLES = {
     "NB_OUTER": [0, 64, 128],
     "REG_ELEMS": [4096, 8192, 16384],
     "TSQR_PANEL": [False, True],
+    "PERSIST_PANEL": [False, True],
+    "WY_KSPLIT": [1, 2, 4, 8],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -120,6 +122,14 @@ TSQR_PANEL = False  # where a panel would be split: factor it as a TSQR (_tsqr_p
 # Off: on the H200 1.1-1.3x slower at batch <= 8, 6-11% faster at batch 20-50, n 700-1500
 # (BENCHMARKS.md, session 7)
 TSQR_BLOCKS = 16  # row blocks of a TSQR panel (their stacked R's must fit the register path)
+PERSIST_PANEL = False  # where a panel would be split: one launch of `_panel_persist` per panel
+# (rows in registers, a barrier per column through a counter in memory) instead of kb + 1
+# launches of `_panel_split`. Unmeasured (written in session 8 with no device time): the split
+# panel costs ~4 us per column launch at m = 3000 (session 7); a barrier round trip through L2
+# is expected near 1-2 us. Check its correctness and time on the GPU before turning it on.
+PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
+PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
+PERSIST_SPIN_MAX = 1 << 22  # barrier polls before a program gives up (~seconds): never a hang
 # Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
 # specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
 # launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
@@ -144,6 +154,10 @@ FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written o
 # H200 (session 4, qr_direct side by side): 640x512 10.1 -> 9.0 ms, 60x1024 9.4 -> 8.9 ms, the
 # rest unchanged; geomean 4.78 -> 4.24 ms. It saves a third of the traffic at 222 registers.
 FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
+WY_KSPLIT = 1  # the two-kernel update (few matrices: batch * strips too small for the strip
+# kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
+# `_wy_w` is 128 programs walking 4096 rows each, one per SM. C -= V W sums the partial W's.
+# Unmeasured (session 8, no device time).
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -401,44 +415,145 @@ def _panel_split(
 
 
 @triton.jit
+def _panel_persist(
+    H, V, T, TAU, S, CNT, n, m, kb, k, v_bs, nsplit, spin_max,
+    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr,
+):  # fmt: skip
+    """Tall panel of one matrix in ONE launch over `nsplit` co-resident programs per matrix
+    (grid (batch, nsplit); program p owns rows [p * RB, (p + 1) * RB) and keeps them in
+    registers for the whole panel). Per column the programs exchange their partial statistics
+    (x^T P and the pivot row, as `_panel_split`) through S and meet at a barrier: a counter per
+    matrix in CNT (zeroed before the launch), arrived at with a release and polled with an
+    acquire, at most spin_max polls (programs that were not co-resident then give a wrong
+    result, which the checker sees, instead of a hung GPU). Every program sums the partials in
+    the same order, so all build the same reflector and the same T; columns keep their unscaled
+    values until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its
+    rows of H and V. One launch per panel instead of kb + 1; needs every program of a matrix
+    resident at once (the launcher keeps batch * nsplit within the SM count), so the CPU
+    interpreter, which runs programs one after another, takes nsplit = 1."""
+    mat = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1)
+    hp = H + mat * n * n + k * n + k
+    r = p * RB + tl.arange(0, RB)
+    r2 = r[:, None]
+    cols = tl.arange(0, NBP)
+    c2 = cols[None, :]
+    ti = cols[:, None]
+    parts = tl.arange(0, PP)
+    own = (r2 < m) & (c2 < kb)
+    a = tl.load(hp + r2 * n + c2, mask=own, other=0.0)
+    sb = S + mat * (4 * PP * NBP)  # [2 parities, PP programs, 2 (x^T P, pivot row), NBP]
+    cnt = CNT + mat
+    pmask = (parts[:, None] < nsplit) & (c2 < kb)
+    # partial statistics of column 0 over this program's rows
+    x = tl.where(r > 0, tl.reduce(tl.where(c2 == 0, a, 0.0), 1, _add), 0.0)
+    s = tl.reduce(a * x[:, None], 0, _add)
+    arow = tl.reduce(tl.where(r2 == 0, a, 0.0), 0, _add)
+    tauv = tl.zeros([NBP], tl.float32)
+    rinvv = tl.zeros([NBP], tl.float32)  # 1 / (alpha - beta) of each column
+    diagv = tl.zeros([NBP], tl.float32)  # R's diagonal
+    t = tl.zeros([NBP, NBP], tl.float32)
+    for j in range(0, kb):
+        # publish this program's partials of column j (parity j % 2), then the barrier. Double
+        # buffering is enough: a program writes parity j % 2 again (column j + 2) only after
+        # barrier j + 1, which every program reaches after reading column j's partials.
+        base = sb + (j % 2) * (2 * PP * NBP)
+        tl.store(base + p * (2 * NBP) + cols, s, mask=cols < kb)
+        tl.store(base + p * (2 * NBP) + NBP + cols, arow, mask=cols < kb)
+        tl.debug_barrier()
+        tl.atomic_add(cnt, 1, sem="release", scope="gpu")
+        target = nsplit * (j + 1)
+        spins = 0
+        while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < target) & (spins < spin_max):
+            spins += 1
+        tl.debug_barrier()
+        sin = base + parts[:, None] * (2 * NBP) + c2
+        # .cg: from L2, never a stale L1 line (other SMs wrote these)
+        s = tl.reduce(tl.load(sin, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
+        arow = tl.reduce(tl.load(sin + NBP, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
+        alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
+        xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
+        refl = xx > 0
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
+        beta = tl.where(alpha >= 0, -hyp, hyp)
+        denom = tl.where(refl, alpha - beta, 1.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+        diag = tl.where(refl, beta, alpha)
+        rinv = tl.div_rn(1.0, denom)  # x scaled by the reciprocal: one division per column
+        # v^T P: in the columns > j it is w; in the columns c < j, times 1 / (alpha_c - beta_c)
+        # (column c still holds x_c unscaled), it is V[:, c]^T v_j for T (dlarft)
+        wg = arow + s * rinv
+        w = tl.where(cols > j, wg, 0.0)
+        tg = tl.reduce(t * tl.where(cols < j, wg * rinvv, 0.0)[None, :], 1, _add)
+        tcol = tl.where(cols < j, -tau * tg, tl.where(cols == j, tau, 0.0))
+        t = tl.where(c2 == j, tcol[:, None], t)
+        tauv = tl.where(cols == j, tau, tauv)
+        rinvv = tl.where(cols == j, rinv, rinvv)
+        diagv = tl.where(cols == j, diag, diagv)
+        # apply reflector j to this program's rows (w is zero up to column j: column j keeps x)
+        colj = tl.reduce(tl.where(c2 == j, a, 0.0), 1, _add)
+        tv = tl.where(r == j, tau, tl.where(r > j, colj * (rinv * tau), 0.0))
+        a = a - tv[:, None] * w[None, :]
+        # partial statistics of column j + 1
+        jn = j + 1
+        x = tl.where(r > jn, tl.reduce(tl.where(c2 == jn, a, 0.0), 1, _add), 0.0)
+        s = tl.reduce(a * x[:, None], 0, _add)
+        arow = tl.reduce(tl.where(r2 == jn, a, 0.0), 0, _add)
+    a = tl.where(r2 > c2, a * rinvv[None, :], tl.where(r2 == c2, diagv[None, :], a))
+    tl.store(hp + r2 * n + c2, a, mask=own)
+    vb = tl.where(r2 > c2, a, tl.where(r2 == c2, 1.0, 0.0))
+    tl.store(V + mat * v_bs + r2 * kb + c2, vb, mask=own)
+    first = p == 0
+    tl.store(TAU + mat * n + k + cols, tauv, mask=first & (cols < kb))
+    tl.store(T + mat * (kb * kb) + ti * kb + c2, t, mask=first & (ti < kb) & (c2 < kb))
+
+
+@triton.jit
 def _wy_w(
-    H, V, T, W, n, m, kb, k, nc, v_bs,
+    H, V, T, W, n, m, kb, k, nc, v_bs, rows_per,
     NBP: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    """W = T^T (V^T C) for BN trailing columns of one matrix (grid (batch, column tiles)):
-    C = H[k:, k+kb:], V (m x kb, row-major, V_BS per matrix), T (kb x kb); W is kb x nc."""
+    """W_z = T^T (V^T C) over the rows [z * rows_per, (z + 1) * rows_per) for BN trailing
+    columns of one matrix (grid (batch, column tiles, row ranges z)): C = H[k:, k+kb:], V (m x
+    kb, row-major, V_BS per matrix), T (kb x kb); W_z is kb x nc, the partials of a matrix
+    consecutive (T^T is linear: W = sum_z W_z)."""
     mat = tl.program_id(0).to(tl.int64)
     cc = tl.program_id(1) * BN + tl.arange(0, BN)
+    z = tl.program_id(2)
     ci = tl.arange(0, NBP)
     rk = tl.arange(0, BK)
     cp = H + mat * n * n + k * n + k + kb
     vp = V + mat * v_bs
     acc = tl.zeros([NBP, BN], tl.float32)
-    for r0 in range(0, m, BK):
+    r_hi = tl.minimum(m, (z + 1) * rows_per)
+    for r0 in range(z * rows_per, r_hi, BK):
         r = r0 + rk
         vt = tl.load(
             vp + r[None, :] * kb + ci[:, None],
-            mask=(ci[:, None] < kb) & (r[None, :] < m),
+            mask=(ci[:, None] < kb) & (r[None, :] < r_hi),
             other=0.0,
         )
         c = tl.load(
-            cp + r[:, None] * n + cc[None, :], mask=(r[:, None] < m) & (cc[None, :] < nc), other=0.0
+            cp + r[:, None] * n + cc[None, :],
+            mask=(r[:, None] < r_hi) & (cc[None, :] < nc),
+            other=0.0,
         )
         acc = tl.dot(vt, c, acc, input_precision=PREC)
     tp = T + mat * (kb * kb)
     ok = (ci[:, None] < kb) & (ci[None, :] < kb)
     tt = tl.load(tp + ci[None, :] * kb + ci[:, None], mask=ok, other=0.0)  # tt[a, b] = T[b, a]
     w = tl.dot(tt, acc, input_precision=PREC)
-    wp = W + mat * (kb * nc)
+    wp = W + (mat * tl.num_programs(2) + z) * (kb * nc)
     tl.store(wp + ci[:, None] * nc + cc[None, :], w, mask=(ci[:, None] < kb) & (cc[None, :] < nc))
 
 
 @triton.jit
 def _wy_update(
-    H, V, W, n, m, kb, k, nc, v_bs,
+    H, V, W, n, m, kb, k, nc, v_bs, ksplit,
     NBP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    """C -= V W on a BM x BN tile of one matrix's trailing columns (grid (batch, tiles))."""
+    """C -= V W on a BM x BN tile of one matrix's trailing columns (grid (batch, tiles)), W the
+    sum of the matrix's `ksplit` partials W_z."""
     mat = tl.program_id(0).to(tl.int64)
     tile = tl.program_id(1)
     ntn = tl.cdiv(nc, BN)
@@ -450,11 +565,11 @@ def _wy_update(
         mask=(r[:, None] < m) & (ci[None, :] < kb),
         other=0.0,
     )
-    w = tl.load(
-        W + mat * (kb * nc) + ci[:, None] * nc + cc[None, :],
-        mask=(ci[:, None] < kb) & (cc[None, :] < nc),
-        other=0.0,
-    )
+    wmask = (ci[:, None] < kb) & (cc[None, :] < nc)
+    wp = W + mat * ksplit * (kb * nc) + ci[:, None] * nc + cc[None, :]
+    w = tl.load(wp, mask=wmask, other=0.0)
+    for z in range(1, ksplit):
+        w += tl.load(wp + z * (kb * nc), mask=wmask, other=0.0)
     upd = tl.dot(v, w, input_precision=PREC)
     cptr = H + mat * n * n + k * n + k + kb + r[:, None] * n + cc[None, :]
     msk = (r[:, None] < m) & (cc[None, :] < nc)
@@ -559,6 +674,42 @@ def _split_panel(h, tau, v, t, k, kb, nsplit):
         )  # fmt: skip
 
 
+def _persist_shape(batch: int, m: int, nbp: int, device: torch.device) -> tuple[int, int] | None:
+    """(programs per matrix, rows per program) of a persistent panel, or None: where a panel
+    is too tall for one program's registers and the batch is small enough that every program
+    of it can be resident at once (batch * programs <= SMs * PERSIST_PER_SM), each program's
+    rows (a power of two >= PERSIST_MIN_ROWS) fitting its registers. The CPU interpreter runs
+    programs one after another, so a barrier between them would never open: there it takes one
+    program per matrix wherever the GPU would split the panel (the same code, its barrier
+    passed at once)."""
+    if not PERSIST_PANEL or m * nbp <= REG_ELEMS:
+        return None
+    if device.type != "cuda":
+        return (1, max(2, triton.next_power_of_2(m))) if _split_programs(batch, m, nbp) else None
+    slots = _sm_count(device) * PERSIST_PER_SM // batch  # programs per matrix that fit
+    if slots < 2:
+        return None
+    rb = max(PERSIST_MIN_ROWS, triton.next_power_of_2(triton.cdiv(m, slots)))
+    p = triton.cdiv(m, rb)
+    if rb * nbp > REG_ELEMS or p < 2:
+        return None
+    return p, rb
+
+
+def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
+    """Panel h[:, k:, k:k+kb] as one launch of `_panel_persist` over nsplit programs per
+    matrix of rb rows each (plus the zeroing of its barrier counters)."""
+    batch, n, _ = h.shape
+    nbp = max(2, triton.next_power_of_2(kb))
+    pp = max(2, triton.next_power_of_2(nsplit))
+    s = torch.empty(batch * 4 * pp * nbp, dtype=h.dtype, device=h.device)
+    cnt = torch.zeros(batch, dtype=torch.int32, device=h.device)
+    _panel_persist[(batch, nsplit)](
+        h, v, t, tau, s, cnt, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
+        RB=rb, NBP=nbp, PP=pp, num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
+    )  # fmt: skip
+
+
 def _tsqr_shape(m: int, kb: int, nbp: int) -> tuple[int, int] | None:
     """(blocks, rows per block) of a TSQR panel of m rows, or None where it does not fit: each
     block (a power of two >= the panel width) and the stacked R's of all blocks in registers."""
@@ -656,6 +807,8 @@ def _factor_panel(h, tau, v, t, k, kb):
             h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp,
             num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
+    elif persist := _persist_shape(batch, m, nbp, h.device):
+        _persist_panel(h, tau, v, t, k, kb, *persist)
     elif _split_programs(batch, m, nbp):
         shape = _tsqr_shape(m, kb, nbp) if TSQR_PANEL else None
         if shape is not None:
@@ -703,14 +856,17 @@ def _apply_panel_triton(h, v, t, k, kb, nc):
             PREC=prec, num_warps=4,
         )  # fmt: skip
         return
-    w = torch.empty(batch * kb * nc, dtype=h.dtype, device=h.device)
-    _wy_w[(batch, strips)](
-        h, v, t, w, n, m, kb, k, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BN=bn, PREC=prec,
-        num_warps=4,
+    # row ranges of W (WY_KSPLIT), whole BK steps each; as many as that leaves non-empty
+    rows_per = triton.cdiv(triton.cdiv(m, max(1, WY_KSPLIT)), DOT_BK) * DOT_BK
+    ks = triton.cdiv(m, rows_per)
+    w = torch.empty(batch * ks * kb * nc, dtype=h.dtype, device=h.device)
+    _wy_w[(batch, strips, ks)](
+        h, v, t, w, n, m, kb, k, nc, v.shape[1], rows_per, NBP=nbp, BK=DOT_BK, BN=bn,
+        PREC=prec, num_warps=4,
     )  # fmt: skip
     tiles = triton.cdiv(m, DOT_BM) * triton.cdiv(nc, bn)
     _wy_update[(batch, tiles)](
-        h, v, w, n, m, kb, k, nc, v.shape[1], NBP=nbp, BM=DOT_BM, BN=bn, PREC=prec,
+        h, v, w, n, m, kb, k, nc, v.shape[1], ks, NBP=nbp, BM=DOT_BM, BN=bn, PREC=prec,
         num_warps=4,
     )  # fmt: skip
 
