@@ -14,7 +14,8 @@ picks another layout, so match the launch you care about.
 Why: the H200's register panel of the QR seeds turned out issue-bound (BENCHMARKS.md, session 3):
 its time followed the loop's instruction count (1.36x slower for 1.35x the instructions) and not
 its barrier count. This is the cheap proxy to iterate on without a GPU; a GPU run decides.
-Prints a table and, with --json, writes the numbers to a file.
+Prints a table and, with --json, writes the numbers to a file; --ptx writes the PTX (to read
+what a kernel asks of the memory model: `atom...release`, `ld...acquire`, `ld.global.cg`).
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def main() -> None:
     p.add_argument("--warps", type=int, default=4)
     p.add_argument("--arch", type=int, default=90)
     p.add_argument("--json", type=Path)
+    p.add_argument("--ptx", type=Path, help="also write the PTX here (memory-order qualifiers)")
     args = p.parse_args()
     consts = {k: _value(v) for k, v in (c.split("=", 1) for c in args.const)}
     sig = dict(s.split("=", 1) for s in args.sig)
@@ -159,6 +161,8 @@ def main() -> None:
     print("loop            " + " ".join(f"{c:>12s}" for c in COUNT))
     for row in found:
         print(f"{row['start']}-{row['end']:<8s} " + " ".join(f"{row[c]:12d}" for c in COUNT))
+    if args.ptx:
+        args.ptx.write_text(k.asm["ptx"])
     if args.json:
         args.json.write_text(
             json.dumps({"resources": res, "loops": found, "memory": widths}, indent=1)

@@ -50,6 +50,26 @@ def test_sass_stats_counts_the_loop_of_a_kernel_compiled_for_sm90_without_a_gpu(
     assert loop["STL"] == loop["LDL"] == 0  # no spills in so small a kernel
 
 
+def test_the_persistent_qr_panel_compiles_to_a_grid_barrier_with_release_and_acquire(tmp_path):
+    """triton_fused's `_panel_persist` (no GPU here to run it): the barrier between the programs
+    of a matrix must be a release add and an acquire poll at GPU scope, behind CTA barriers, and
+    the partial statistics other SMs wrote must be read from L2 (`.cg`), never a stale L1 line."""
+    ptx, stats = tmp_path / "k.ptx", tmp_path / "k.json"
+    r = run_tool(
+        "bench/sass_stats.py", "kernels/qr/seeds/triton_fused.py", "_panel_persist",
+        "--const", "RB=64", "NBP=32", "PP=64", "--div", "H", "V", "T", "TAU", "S", "CNT",
+        "n", "k", "v_bs", "m", "--sig", "CNT=*i32", "--warps", "4", "--ptx", str(ptx),
+        "--json", str(stats),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = ptx.read_text()
+    assert "atom.global.gpu.release.add" in text
+    assert "ld.global.gpu.acquire" in text
+    assert "ld.global.cg" in text and "bar.sync" in text
+    doc = json.loads(stats.read_text())
+    assert doc["loops"] and all(row["STL"] == row["LDL"] == 0 for row in doc["loops"])  # no spills
+
+
 def test_sass_stats_reports_a_kernel_that_does_not_compile_in_one_line(tmp_path):
     src = tmp_path / "k.py"
     src.write_text(LOOP_KERNEL)

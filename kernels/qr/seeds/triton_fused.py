@@ -129,7 +129,8 @@ PERSIST_PANEL = False  # where a panel would be split: one launch of `_panel_per
 # is expected near 1-2 us. Check its correctness and time on the GPU before turning it on.
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
-PERSIST_SPIN_MAX = 1 << 22  # barrier polls before a program gives up (~seconds): never a hang
+PERSIST_SPIN_MAX = 1 << 20  # barrier polls per launch before a program gives up (~1 s at ~1 us
+# a poll): a launch whose programs were not all resident ends, wrong, instead of hanging
 # Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
 # specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
 # launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
@@ -424,8 +425,8 @@ def _panel_persist(
     registers for the whole panel). Per column the programs exchange their partial statistics
     (x^T P and the pivot row, as `_panel_split`) through S and meet at a barrier: a counter per
     matrix in CNT (zeroed before the launch), arrived at with a release and polled with an
-    acquire, at most spin_max polls (programs that were not co-resident then give a wrong
-    result, which the checker sees, instead of a hung GPU). Every program sums the partials in
+    acquire, at most spin_max polls in the whole launch (programs that were not co-resident then
+    give a wrong result, which the checker sees, instead of a hung GPU). Every program sums the partials in
     the same order, so all build the same reflector and the same T; columns keep their unscaled
     values until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its
     rows of H and V. One launch per panel instead of kb + 1; needs every program of a matrix
@@ -453,6 +454,7 @@ def _panel_persist(
     rinvv = tl.zeros([NBP], tl.float32)  # 1 / (alpha - beta) of each column
     diagv = tl.zeros([NBP], tl.float32)  # R's diagonal
     t = tl.zeros([NBP, NBP], tl.float32)
+    spins = 0  # polls of the whole launch (not per barrier): a stuck launch ends within spin_max
     for j in range(0, kb):
         # publish this program's partials of column j (parity j % 2), then the barrier. Double
         # buffering is enough: a program writes parity j % 2 again (column j + 2) only after
@@ -463,7 +465,6 @@ def _panel_persist(
         tl.debug_barrier()
         tl.atomic_add(cnt, 1, sem="release", scope="gpu")
         target = nsplit * (j + 1)
-        spins = 0
         while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < target) & (spins < spin_max):
             spins += 1
         tl.debug_barrier()
