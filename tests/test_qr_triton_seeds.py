@@ -387,3 +387,20 @@ def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
     assert shape(2, 4096, 32, torch.device("cpu")) == (1, 4096)  # the interpreter
     monkeypatch.setattr(module, "PERSIST_PANEL", False)
     assert shape(2, 4096, 32, gpu) is None  # off by default
+
+
+def test_the_split_w_takes_enough_row_ranges_to_fill_the_gpu(monkeypatch):
+    """WY_KSPLIT = 0 (auto) on an H200 (132 SMs): few matrices get their W in several row
+    ranges (~2 programs per SM), each at least 4 row steps long; a fixed WY_KSPLIT is taken as
+    it is. The kernels themselves: PATHS "fused-two-kernel-ksplit"."""
+    module = SEEDS["fused"]
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setitem(module._SMS, gpu, 132)
+    monkeypatch.setattr(module, "WY_KSPLIT", 0)
+    ranges = module._wy_ranges
+    assert ranges(2, 64, 4096, gpu) == 3  # 128 strips -> 384 programs
+    assert ranges(1, 47, 3000, gpu) == 6
+    assert ranges(1, 2, 200, gpu) == 1  # 200 rows: too few for 4 steps of 32 in two ranges
+    assert ranges(640, 8, 512, gpu) == 1  # enough programs already
+    monkeypatch.setattr(module, "WY_KSPLIT", 4)
+    assert ranges(640, 8, 512, gpu) == 4

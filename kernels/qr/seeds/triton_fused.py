@@ -92,7 +92,7 @@ TUNABLES = {
     "REG_ELEMS": [4096, 8192, 16384],
     "TSQR_PANEL": [False, True],
     "PERSIST_PANEL": [False, True],
-    "WY_KSPLIT": [1, 2, 4, 8],
+    "WY_KSPLIT": [1, 0, 4],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -157,8 +157,10 @@ FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written o
 FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
 WY_KSPLIT = 1  # the two-kernel update (few matrices: batch * strips too small for the strip
 # kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
-# `_wy_w` is 128 programs walking 4096 rows each, one per SM. C -= V W sums the partial W's.
-# Unmeasured (session 8, no device time).
+# `_wy_w` is 128 programs walking 4096 rows each, at 1 x 3000 46 programs walking 3000 rows.
+# C -= V W sums the partial W's. 0: as many as give ~WY_PROGRAMS programs per SM, with at
+# least 4 row steps (DOT_BK) per range. Unmeasured (session 8, no device time).
+WY_PROGRAMS = 2
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -840,6 +842,15 @@ def _apply_panel(h, v, t, k, kb, end=None):
     c.baddbmm_(vv, w, alpha=-1.0)
 
 
+def _wy_ranges(batch: int, strips: int, m: int, device: torch.device) -> int:
+    """Row ranges W = T^T V^T C is split into (WY_KSPLIT; 0: enough for WY_PROGRAMS programs
+    per SM, each range at least 4 row steps)."""
+    if WY_KSPLIT > 0:
+        return WY_KSPLIT
+    want = triton.cdiv(WY_PROGRAMS * _sm_count(device), batch * strips)
+    return max(1, min(want, m // (4 * DOT_BK)))
+
+
 def _apply_panel_triton(h, v, t, k, kb, nc):
     """The same update as two Triton kernels on tensor cores (tl.dot, input_precision
     DOT_PRECISION: "tf32x3" splits each float32 operand into a TF32 high and low part and sums
@@ -858,7 +869,7 @@ def _apply_panel_triton(h, v, t, k, kb, nc):
         )  # fmt: skip
         return
     # row ranges of W (WY_KSPLIT), whole BK steps each; as many as that leaves non-empty
-    rows_per = triton.cdiv(triton.cdiv(m, max(1, WY_KSPLIT)), DOT_BK) * DOT_BK
+    rows_per = triton.cdiv(triton.cdiv(m, _wy_ranges(batch, strips, m, h.device)), DOT_BK) * DOT_BK
     ks = triton.cdiv(m, rows_per)
     w = torch.empty(batch * ks * kb * nc, dtype=h.dtype, device=h.device)
     _wy_w[(batch, strips, ks)](
