@@ -67,6 +67,9 @@ PATHS = {
         {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": False, "WY_KSPLIT": 3},
     ),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
+    # column loops unrolled (COL_UNROLL) by 3: panels of 8 columns and fused squares of 1-8 end
+    # in steps past the last column, which must change nothing
+    "fused-unrolled": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "COL_UNROLL": 3}),
     "fused-tsqr": ("fused", TSQR),
     # one launch per tall panel (PERSIST_PANEL); in the interpreter one program per matrix
     "fused-persist": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True}),

@@ -93,6 +93,7 @@ TUNABLES = {
     "TSQR_PANEL": [False, True],
     "PERSIST_PANEL": [False, True],
     "WY_KSPLIT": [1, 0, 4],
+    "COL_UNROLL": [1, 2, 4],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -113,6 +114,13 @@ REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many 
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
+COL_UNROLL = 1  # column steps of the register kernels (`_panel_reg`, `_qr_fused`) unrolled by
+# this much (a step past the last column is a no-op: its column is zero). Unrolled, the column
+# index inside a thread's registers is known when compiled, so picking column j out of them
+# costs fewer selects: sm_90 SASS of the 512 x 32 panel loop (16 warps) 494 instructions per
+# column at 1, 446 at 2, 425 at 4 (`bench/sass_stats.py`; session 3 found that panel's time
+# follows its instruction count at 640 x 512). Unmeasured on a GPU (session 8, no device time):
+# 4 makes the loop body 4x larger (27 KB of code), which may not stay in the instruction cache.
 MAX_WARPS = 16
 SPLIT_TARGET = 256  # tall panels: split rows until batch * programs reaches this (0: off)
 SPLIT_MIN = 4  # ... if that gives at least this many programs per matrix
@@ -177,7 +185,7 @@ CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Pyt
 @triton.jit
 def _panel_reg(
     H, V, T, TAU, batch, n, m, kb, k, v_bs,
-    MPP: tl.constexpr, MB: tl.constexpr, NBP: tl.constexpr,
+    MPP: tl.constexpr, MB: tl.constexpr, NBP: tl.constexpr, COL_UNROLL: tl.constexpr,
 ):  # fmt: skip
     """Panel h[:, k:, k:k+kb] of MPP matrices per program, held in registers as one
     [MPP, MB, NBP] block; writes R and v in place, tau, V and T (dlarft)."""
@@ -200,35 +208,37 @@ def _panel_reg(
     # Column j keeps its unscaled values (R above, alpha, x below) until the loop ends: later
     # reflectors never touch it (w is zero up to column j), so v_c = x_c / (alpha_c - beta_c)
     # and the diagonal are written in one pass at the end instead of one pass per column.
-    for j in range(0, kb):
-        atr = r2 == j
-        colj = tl.reduce(tl.where(c3 == j, a, 0.0), 2, _add)  # [MPP, MB]
-        alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
-        x = tl.where(r2 > j, colj, 0.0)
-        xx = tl.reduce(x * x, 1, _add)
-        refl = xx > 0
-        hyp = tl.sqrt_rn(alpha * alpha + xx)
-        beta = tl.where(alpha >= 0, -hyp, hyp)
-        denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
-        diag = tl.where(refl, beta, alpha)
-        # dlarfg scales x by the reciprocal (the reference routine does too): one division per column
-        rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
-        v = tl.where(atr, 1.0, x * rinv[:, None])
-        # One reduction gives v^T P for the trailing columns (w) and, scaled by 1 / (alpha_c -
-        # beta_c), V[:, :j]^T v (for T): v is zero above row j, and below row j > c column c
-        # holds x_c unscaled.
-        wg = tl.reduce(a * v[:, :, None], 1, _add)  # [MPP, NBP]
-        w = tl.where(c2 > j, wg, 0.0)
-        a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
-        atc = c2 == j
-        tauv = tl.where(atc, tau[:, None], tauv)
-        rinvv = tl.where(c3 == j, rinv[:, None, None], rinvv)
-        diagv = tl.where(c3 == j, diag[:, None, None], diagv)
-        # dlarft: T[:j, j] = -tau T[:j, :j] (V[:, :j]^T v_j), T[j, j] = tau.
-        tg = tl.reduce(t * tl.where(c3 < j, wg[:, None, :] * rinvv, 0.0), 2, _add)  # T rows
-        tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(atc, tau[:, None], 0.0))
-        t = tl.where(c3 == j, tcol[:, :, None], t)
+    for j0 in range(0, kb, COL_UNROLL):
+        for u in tl.static_range(COL_UNROLL):
+            j = j0 + u
+            atr = r2 == j
+            colj = tl.reduce(tl.where(c3 == j, a, 0.0), 2, _add)  # [MPP, MB]
+            alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
+            x = tl.where(r2 > j, colj, 0.0)
+            xx = tl.reduce(x * x, 1, _add)
+            refl = xx > 0
+            hyp = tl.sqrt_rn(alpha * alpha + xx)
+            beta = tl.where(alpha >= 0, -hyp, hyp)
+            denom = tl.where(refl, alpha - beta, 1.0)
+            tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+            diag = tl.where(refl, beta, alpha)
+            # dlarfg scales x by the reciprocal (the reference routine does too): one division per column
+            rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
+            v = tl.where(atr, 1.0, x * rinv[:, None])
+            # One reduction gives v^T P for the trailing columns (w) and, scaled by 1 / (alpha_c -
+            # beta_c), V[:, :j]^T v (for T): v is zero above row j, and below row j > c column c
+            # holds x_c unscaled.
+            wg = tl.reduce(a * v[:, :, None], 1, _add)  # [MPP, NBP]
+            w = tl.where(c2 > j, wg, 0.0)
+            a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
+            atc = c2 == j
+            tauv = tl.where(atc, tau[:, None], tauv)
+            rinvv = tl.where(c3 == j, rinv[:, None, None], rinvv)
+            diagv = tl.where(c3 == j, diag[:, None, None], diagv)
+            # dlarft: T[:j, j] = -tau T[:j, :j] (V[:, :j]^T v_j), T[j, j] = tau.
+            tg = tl.reduce(t * tl.where(c3 < j, wg[:, None, :] * rinvv, 0.0), 2, _add)  # T rows
+            tcol = tl.where(c2 < j, -tau[:, None] * tg, tl.where(atc, tau[:, None], 0.0))
+            t = tl.where(c3 == j, tcol[:, :, None], t)
     below = r3 > c3
     a = tl.where(below, a * rinvv, tl.where(r3 == c3, diagv, a))
     tl.store(hptr, a, mask=inb)
@@ -733,6 +743,7 @@ def _reg_panel(x, v, t, tau, kb, nbp):
     mpp = _per_program(batch, mb * nbp, x.is_cuda)
     _panel_reg[(triton.cdiv(batch, mpp),)](
         x, v, t, tau, batch, rows, rows, kb, 0, v.shape[1], MPP=mpp, MB=mb, NBP=nbp,
+        COL_UNROLL=COL_UNROLL,
         num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
     )  # fmt: skip
 
@@ -807,7 +818,7 @@ def _factor_panel(h, tau, v, t, k, kb):
         mpp = _per_program(batch, mb * nbp, h.is_cuda)
         grid = (triton.cdiv(batch, mpp),)
         _panel_reg[grid](
-            h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp,
+            h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
             num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
     elif persist := _persist_shape(batch, m, nbp, h.device):
@@ -886,7 +897,7 @@ def _apply_panel_triton(h, v, t, k, kb, nc):
 @triton.jit
 def _qr_fused(
     A, H, TAU, batch, n, k, m,
-    MPP: tl.constexpr, BLOCK: tl.constexpr,
+    MPP: tl.constexpr, BLOCK: tl.constexpr, COL_UNROLL: tl.constexpr,
 ):  # fmt: skip
     """QR of the trailing m x m square at (k, k) of MPP matrices per program (row stride n),
     as one [MPP, BLOCK, BLOCK] register block: read from A, write R / v into H and the taus into
@@ -907,25 +918,27 @@ def _qr_fused(
     diagv = tl.zeros([MPP, 1, BLOCK], tl.float32)  # R's diagonal
     # As in _panel_reg: column j keeps its unscaled values until the loop ends (later reflectors
     # never touch it), then one pass scales every v and writes the diagonal.
-    for j in range(0, m):
-        atr = r2 == j
-        colj = tl.reduce(tl.where(c3 == j, a, 0.0), 2, _add)  # [MPP, BLOCK] over rows
-        alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
-        x = tl.where(r2 > j, colj, 0.0)
-        xx = tl.reduce(x * x, 1, _add)
-        refl = xx > 0
-        hyp = tl.sqrt_rn(alpha * alpha + xx)
-        beta = tl.where(alpha >= 0, -hyp, hyp)
-        denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
-        diag = tl.where(refl, beta, alpha)
-        rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
-        v = tl.where(atr, 1.0, x * rinv[:, None])
-        w = tl.where(c2 > j, tl.reduce(a * v[:, :, None], 1, _add), 0.0)  # v^T A, trailing
-        a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
-        tauv = tl.where(c2 == j, tau[:, None], tauv)
-        rinvv = tl.where(c3 == j, rinv[:, None, None], rinvv)
-        diagv = tl.where(c3 == j, diag[:, None, None], diagv)
+    for j0 in range(0, m, COL_UNROLL):
+        for u in tl.static_range(COL_UNROLL):
+            j = j0 + u
+            atr = r2 == j
+            colj = tl.reduce(tl.where(c3 == j, a, 0.0), 2, _add)  # [MPP, BLOCK] over rows
+            alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)  # [MPP]
+            x = tl.where(r2 > j, colj, 0.0)
+            xx = tl.reduce(x * x, 1, _add)
+            refl = xx > 0
+            hyp = tl.sqrt_rn(alpha * alpha + xx)
+            beta = tl.where(alpha >= 0, -hyp, hyp)
+            denom = tl.where(refl, alpha - beta, 1.0)
+            tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+            diag = tl.where(refl, beta, alpha)
+            rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
+            v = tl.where(atr, 1.0, x * rinv[:, None])
+            w = tl.where(c2 > j, tl.reduce(a * v[:, :, None], 1, _add), 0.0)  # v^T A, trailing
+            a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
+            tauv = tl.where(c2 == j, tau[:, None], tauv)
+            rinvv = tl.where(c3 == j, rinv[:, None, None], rinvv)
+            diagv = tl.where(c3 == j, diag[:, None, None], diagv)
     a = tl.where(r3 > c3, a * rinvv, tl.where(r3 == c3, diagv, a))
     tl.store((H + (mats * n * n + (k * n + k)))[:, None, None] + off, a, mask=inb)
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < m))
@@ -937,7 +950,9 @@ def _fused(src, h, tau, k, m):
     mpp = _per_program(batch, block * block, h.is_cuda)
     warps = _warps(mpp * block * block, FUSED_ELEMS_PER_THREAD)
     grid = (triton.cdiv(batch, mpp),)
-    _qr_fused[grid](src, h, tau, batch, n, k, m, MPP=mpp, BLOCK=block, num_warps=warps)
+    _qr_fused[grid](
+        src, h, tau, batch, n, k, m, MPP=mpp, BLOCK=block, COL_UNROLL=COL_UNROLL, num_warps=warps
+    )
 
 
 def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
