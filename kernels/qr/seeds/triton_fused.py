@@ -50,6 +50,10 @@ registers in one launch and their stacked R's in a second; the panel's Q is form
 levels' compact WY and its Householder form rebuilt from Q (`_lu_signs`: an unpivoted LU with
 sign choices, then two triangular solves). Correct everywhere, but slower than the split panel
 for batch <= 8 on the H200 (its second level is as serial as the column walk it replaces).
+Persistent panels (PERSIST_PANEL, off, unmeasured): where a panel would be split and batch *
+programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
+registers for the whole panel and the programs of a matrix meet at a barrier per column (a
+counter in memory, release/acquire), exchanging the same partial statistics as `_panel_split`.
 
 CUDA graphs (USE_GRAPHS, CUDA only, input + H + scratch <= GRAPH_MAX_BYTES): the first call at a
 (shape, device) runs plainly (its result is returned; the run compiles every kernel) and then
