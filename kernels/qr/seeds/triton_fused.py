@@ -90,6 +90,7 @@ TUNABLES = {
     "SPLIT_MIN": [2, 4, 8],
     "FUSED_MAX_N": [32, 64, 128],
     "FUSED_ELEMS_PER_THREAD": [8, 16, 32],
+    "FUSED_FEW_WARPS": [0, 4, 8],
     "NB": [16, 32, 64],
     "FEW_NB": [0, 64],
     "NB_OUTER": [0, 64, 128],
@@ -103,6 +104,11 @@ FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused l
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
 # faster (one program per 33x33 matrix was latency-bound), n = 100 1.3x, geomean 868 -> 751 us
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
+FUSED_FEW_WARPS = 0  # fewer fused programs than SMs (20 x 32: 20 programs): at least this many
+# warps (0: off), with >= 4 block elements per thread. Then a program's column step is a chain
+# of latencies, not a share of the issue slots: sm_90 SASS of the 32 x 32 loop per warp is 490
+# instructions at 2 warps, 293 at 4, 199 at 8, 9 barriers each. With many programs more warps
+# cost issue slots (session 5: ELEMS 8 made the hidden set 3% slower). Unmeasured (session 8).
 NB = 32  # panel width of the blocked path
 FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n >= 1500 are the
 # hidden shapes still behind the library QR (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500
@@ -948,12 +954,21 @@ def _qr_fused(
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < m))
 
 
+def _fused_warps(programs: int, elems: int, device: torch.device) -> int:
+    """Warps of a fused program of `elems` block elements (FUSED_ELEMS_PER_THREAD; at least
+    FUSED_FEW_WARPS when the programs do not fill the SMs)."""
+    warps = _warps(elems, FUSED_ELEMS_PER_THREAD)
+    if FUSED_FEW_WARPS and programs < _sm_count(device):
+        warps = max(warps, min(FUSED_FEW_WARPS, _warps(elems, 4)))
+    return warps
+
+
 def _fused(src, h, tau, k, m):
     batch, n, _ = h.shape
     block = max(2, triton.next_power_of_2(m))
     mpp = _per_program(batch, block * block, h.is_cuda)
-    warps = _warps(mpp * block * block, FUSED_ELEMS_PER_THREAD)
     grid = (triton.cdiv(batch, mpp),)
+    warps = _fused_warps(grid[0], mpp * block * block, h.device)
     _qr_fused[grid](
         src, h, tau, batch, n, k, m, MPP=mpp, BLOCK=block, COL_UNROLL=COL_UNROLL, num_warps=warps
     )
