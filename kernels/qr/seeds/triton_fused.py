@@ -232,7 +232,8 @@ def _panel_reg(
             denom = tl.where(refl, alpha - beta, 1.0)
             tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
             diag = tl.where(refl, beta, alpha)
-            # dlarfg scales x by the reciprocal (the reference routine does too): one division per column
+            # dlarfg scales x by the reciprocal (the reference routine does too): one division
+            # per column
             rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
             v = tl.where(atr, 1.0, x * rinv[:, None])
             # One reduction gives v^T P for the trailing columns (w) and, scaled by 1 / (alpha_c -
@@ -448,9 +449,9 @@ def _panel_persist(
     (x^T P and the pivot row, as `_panel_split`) through S and meet at a barrier: a counter per
     matrix in CNT (zeroed before the launch), arrived at with a release and polled with an
     acquire, at most spin_max polls in the whole launch (programs that were not co-resident then
-    give a wrong result, which the checker sees, instead of a hung GPU). Every program sums the partials in
-    the same order, so all build the same reflector and the same T; columns keep their unscaled
-    values until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its
+    give a wrong result, which the checker sees, instead of a hung GPU). Every program sums the
+    partials in the same order, so all build the same reflector and the same T; columns keep
+    their unscaled values until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its
     rows of H and V. One launch per panel instead of kb + 1; needs every program of a matrix
     resident at once (the launcher keeps batch * nsplit within the SM count), so the CPU
     interpreter, which runs programs one after another, takes nsplit = 1."""
