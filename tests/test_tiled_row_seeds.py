@@ -60,6 +60,44 @@ def test_long_rows_split_over_chunks_match(monkeypatch, task, rows, cols, dtype)
     run_and_check(task, rows, cols, dtype)
 
 
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
+def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtype):
+    """WHOLE_ROW_BYTES: rows past SINGLE_MAX = 16 held whole by one program (the interpreter has
+    one "SM", so every row count fills it); the split path's kernels are never launched."""
+    module = SEEDS[task]
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 4096)
+    for name in [n for n in ("_chunk_stats", "_chunk_sumsq", "_chunk_apply") if hasattr(module, n)]:
+        monkeypatch.setattr(module, name, None)  # any launch of the split path would fail
+    run_and_check(task, rows, cols, dtype)
+
+
+def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
+    """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
+    row) and leaves 17 rows, f32 rows of 256 KiB, and the default (off) to the split path."""
+    for module in SEEDS.values():
+        gpu = torch.device("cuda", 0)
+        monkeypatch.setitem(module._SMS, gpu, 132)
+        x = torch.empty(0, dtype=torch.bfloat16)
+
+        class OnGpu:  # the dtype and device `_whole_row` reads, without a CUDA tensor
+            def __init__(self, itemsize):
+                self.device, self._itemsize = gpu, itemsize
+
+            def element_size(self):
+                return self._itemsize
+
+        assert not module._whole_row(2048, 65536, OnGpu(2))  # off by default
+        monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 131072)
+        assert module._whole_row(2048, 65536, OnGpu(2))
+        assert not module._whole_row(17, 131072, OnGpu(2))  # too few rows, and too long
+        assert not module._whole_row(2048, 65536, OnGpu(4))  # float32: 256 KiB a row
+        assert module._whole_row(200, 65536, x)  # the interpreter: one "SM"
+        monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+
+
 def _forced(task: str, tmp_path: Path) -> Path:
     """A copy of the seed with the split path on for every CPU shape past 32 columns, as the
     tuner writes a variant (constants rewritten in the file)."""

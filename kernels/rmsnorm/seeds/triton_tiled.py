@@ -9,7 +9,11 @@ Algorithm (float32 accumulation throughout):
   R = TILE_ELEMS // BC (at least 1): load once, sum of squares along the row, rstd = rsqrt(sum /
   cols + eps), multiply by rstd and by weight (loaded once per program), store. One read of x and
   one write of y: the roofline minimum.
-- cols > SINGLE_MAX: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
+- cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (off by default, unmeasured), with
+  at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
+  registers in its input dtype, sum of squares, then x * rstd * weight from the registers. One
+  read of x.
+- cols > SINGLE_MAX otherwise: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
   launches: the first stores each chunk's sum of squares, the second adds its row's partial sums
   (a tree over at most NCH values), and writes its chunk. Reads x twice but keeps rows x chunks
   programs in flight.
@@ -31,6 +35,7 @@ TUNABLES = {
     "NUM_WARPS": [4, 8, 16],
     "STREAMING": [False, True],
     "PERSIST": [0, 2, 4, 8],
+    "WHOLE_ROW_BYTES": [0, 65536, 131072],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -40,6 +45,10 @@ STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs
 # is touched once; 1-8% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
 # (no tail wave, one launch's worth of programs); slower too (session 5)
+WHOLE_ROW_BYTES = 0  # rows past SINGLE_MAX whose padded length fits this many bytes: one program
+# per row, the row in registers, one read of x (0: off). For 2048 x 65536 bf16, where the split
+# path reads x twice (58% of the copy roofline, session 5). Unmeasured (session 8, no device time).
+WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
 EPS = 1e-6  # the task's eps (task.toml)
@@ -119,6 +128,30 @@ def _chunk_apply(
     tl.store(y_ptr + row * stride_y + c, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _rmsnorm_whole_row(
+    x_ptr, w_ptr, y_ptr, cols, stride_x, stride_y, eps, BC: tl.constexpr, AL: tl.constexpr
+):  # fmt: skip
+    """One row per program, kept in registers in its input dtype between the passes."""
+    if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
+    row = tl.program_id(0).to(tl.int64)
+    c = tl.arange(0, BC)
+    mask = c < cols
+    xr = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0)
+    xf = xr.to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(xf * xf, axis=0) / cols + eps)
+    w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+    # the bf16 -> float32 upcast again, as bits: the same op as above would be merged with it
+    # and keep a float32 copy of the row alive across the reduction (spills at 65536 bf16)
+    if x_ptr.dtype.element_ty == tl.bfloat16:
+        xf = (xr.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    y = xf * rstd * w
+    tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 def _align(cols: int, *tensors: torch.Tensor) -> int:
     """AL: the widest vector, in elements (at most 16 bytes), that every row of every tensor
     starts on: the largest power of two dividing cols, each row stride and each data pointer.
@@ -141,14 +174,24 @@ def _warps(elems: int) -> int:
 _SMS: dict = {}
 
 
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device (1 in the interpreter)."""
+    if device not in _SMS:
+        cuda = device.type == "cuda"
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
+    return _SMS[device]
+
+
 def _programs(ntiles: int, device: torch.device) -> int:
     """Programs of the tiled path: one per tile, or PERSIST per SM (1 SM in the interpreter)."""
     if not PERSIST:
         return ntiles
-    if device not in _SMS:
-        cuda = device.type == "cuda"
-        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
-    return min(ntiles, PERSIST * _SMS[device])
+    return min(ntiles, PERSIST * _sm_count(device))
+
+
+def _whole_row(rows: int, bc: int, x: torch.Tensor) -> bool:
+    """A row past SINGLE_MAX in one program (WHOLE_ROW_BYTES): it fits, and rows fill the SMs."""
+    return bc * x.element_size() <= WHOLE_ROW_BYTES and rows >= _sm_count(x.device)
 
 
 def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -168,6 +211,12 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=_warps(r * bc),
+        )  # fmt: skip
+        return y
+    if _whole_row(rows, bc, x):
+        _rmsnorm_whole_row[(rows,)](
+            x, weight, y, cols, x.stride(0), y.stride(0), EPS, BC=bc, AL=al,
+            num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
         )  # fmt: skip
         return y
     nchunks = triton.cdiv(cols, CHUNK)

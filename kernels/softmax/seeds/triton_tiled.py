@@ -11,7 +11,12 @@ Algorithm:
 - cols <= SINGLE_MAX: a program takes a [R, BC] tile, R rows of BC = next_pow2(cols) columns,
   R = TILE_ELEMS // BC (at least 1): load once, max and sum along the row inside the tile,
   normalize, store. One read and one write of x: the roofline minimum.
-- cols > SINGLE_MAX: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
+- cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (off by default, unmeasured), with
+  at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
+  registers in its input dtype (65536 bf16 = 64 values, 32 registers a thread at 1,024 threads):
+  max, then the sum of exp(x - max), then exp(x - max) / sum again from the registers (a second
+  exp per element instead of a float32 copy of the row, which would spill). One read of x.
+- cols > SINGLE_MAX otherwise: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
   launches. The first stores each chunk's max m_c and sum_c exp(x - m_c) (two floats); the second
   combines its row's chunk statistics, M = max_c m_c and S = sum_c s_c exp(m_c - M), and writes
   exp(x - M) / S for its chunk. Reads x twice (1.5x the minimum traffic, as the online version)
@@ -34,6 +39,7 @@ TUNABLES = {
     "NUM_WARPS": [4, 8, 16],
     "STREAMING": [False, True],
     "PERSIST": [0, 2, 4, 8],
+    "WHOLE_ROW_BYTES": [0, 65536, 131072],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -43,6 +49,13 @@ STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs
 # is touched once; 5-18% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
 # (no tail wave, one launch's worth of programs); slower too (session 5)
+WHOLE_ROW_BYTES = 0  # rows past SINGLE_MAX whose padded length fits this many bytes: one program
+# per row, the row in registers, one read of x (0: off). 2048 x 65536 bf16 is the benchmark shape
+# it is for: the split path reads x twice there (3 passes of 268 MB in 220 us, 57% of the copy
+# roofline, session 5). sm_90 SASS at 32 warps: f32 32768 no spills; bf16 65536 12 spill stores
+# a thread (the 64 exps of the sum are live at once; a float32 copy of the row would be 43).
+# Unmeasured on a GPU (session 8, no device time).
+WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
 # aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
@@ -135,6 +148,27 @@ def _chunk_apply(
     tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _softmax_whole_row(
+    x_ptr, y_ptr, cols, stride_x, stride_y, BC: tl.constexpr, AL: tl.constexpr
+):  # fmt: skip
+    """One row per program, kept in registers in its input dtype between the passes."""
+    if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
+    row = tl.program_id(0).to(tl.int64)
+    c = tl.arange(0, BC)
+    mask = c < cols
+    xr = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
+    m = tl.max(xr.to(tl.float32), axis=0)
+    den = tl.sum(tl.exp(xr.to(tl.float32) - m), axis=0)
+    # exp again, written differently (x log2 e - m log2 e) so the compiler cannot merge it with
+    # the first and keep a float32 copy of the row alive: recomputing is cheaper than spilling
+    y = tl.exp2(xr.to(tl.float32) * 1.4426950408889634 - m * 1.4426950408889634) * (1.0 / den)
+    tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 def _align(cols: int, *tensors: torch.Tensor) -> int:
     """AL: the widest vector, in elements (at most 16 bytes), that every row of every tensor
     starts on: the largest power of two dividing cols, each row stride and each data pointer.
@@ -157,14 +191,24 @@ def _warps(elems: int) -> int:
 _SMS: dict = {}
 
 
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device (1 in the interpreter)."""
+    if device not in _SMS:
+        cuda = device.type == "cuda"
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
+    return _SMS[device]
+
+
 def _programs(ntiles: int, device: torch.device) -> int:
     """Programs of the tiled path: one per tile, or PERSIST per SM (1 SM in the interpreter)."""
     if not PERSIST:
         return ntiles
-    if device not in _SMS:
-        cuda = device.type == "cuda"
-        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
-    return min(ntiles, PERSIST * _SMS[device])
+    return min(ntiles, PERSIST * _sm_count(device))
+
+
+def _whole_row(rows: int, bc: int, x: torch.Tensor) -> bool:
+    """A row past SINGLE_MAX in one program (WHOLE_ROW_BYTES): it fits, and rows fill the SMs."""
+    return bc * x.element_size() <= WHOLE_ROW_BYTES and rows >= _sm_count(x.device)
 
 
 def kernel(x: torch.Tensor) -> torch.Tensor:
@@ -182,6 +226,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
             x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=_warps(r * bc),
+        )  # fmt: skip
+        return y
+    if _whole_row(rows, bc, x):
+        _softmax_whole_row[(rows,)](
+            x, y, cols, x.stride(0), y.stride(0), BC=bc, AL=al,
+            num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
         )  # fmt: skip
         return y
     nchunks = triton.cdiv(cols, CHUNK)
