@@ -77,18 +77,18 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
     row) and leaves 17 rows, f32 rows of 256 KiB, and the default (off) to the split path."""
+    gpu = torch.device("cuda", 0)
+    x = torch.empty(0, dtype=torch.bfloat16)
+
+    class OnGpu:  # the dtype and device `_whole_row` reads, without a CUDA tensor
+        def __init__(self, itemsize):
+            self.device, self._itemsize = gpu, itemsize
+
+        def element_size(self):
+            return self._itemsize
+
     for module in SEEDS.values():
-        gpu = torch.device("cuda", 0)
         monkeypatch.setitem(module._SMS, gpu, 132)
-        x = torch.empty(0, dtype=torch.bfloat16)
-
-        class OnGpu:  # the dtype and device `_whole_row` reads, without a CUDA tensor
-            def __init__(self, itemsize):
-                self.device, self._itemsize = gpu, itemsize
-
-            def element_size(self):
-                return self._itemsize
-
         assert not module._whole_row(2048, 65536, OnGpu(2))  # off by default
         monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 131072)
         assert module._whole_row(2048, 65536, OnGpu(2))
