@@ -147,8 +147,9 @@ PERSIST_PANEL = False  # where a panel would be split: one launch of `_panel_per
 # is expected near 1-2 us. Check its correctness and time on the GPU before turning it on.
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
-PERSIST_SPIN_MAX = 1 << 20  # barrier polls per launch before a program gives up (~1 s at ~1 us
-# a poll): a launch whose programs were not all resident ends, wrong, instead of hanging
+PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
+# a poll; a resident launch needs a few per barrier): a launch whose programs were not all
+# resident ends, wrong, instead of hanging, and a whole call (~100 panels) within seconds
 # Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
 # specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
 # launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
