@@ -64,6 +64,9 @@ def test_the_persistent_qr_panel_compiles_to_a_grid_barrier_with_release_and_acq
     assert r.returncode == 0, r.stdout + r.stderr
     text = ptx.read_text()
     assert "atom.global.gpu.release.add" in text
+    # one thread per program arrives (predicated), not every thread: the counter counts programs
+    (arrive,) = [line for line in text.splitlines() if "atom.global.gpu.release.add" in line]
+    assert arrive.strip().startswith("@%p")
     assert "ld.global.gpu.acquire" in text
     assert "ld.global.cg" in text and "bar.sync" in text
     doc = json.loads(stats.read_text())
