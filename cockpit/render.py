@@ -18,7 +18,6 @@ STATUS_STYLE = {
 }
 
 
-
 def collapse_flags(flags: list[str], keep: int = 3) -> list[str]:
     """The judge's flags with each kind ("host-bound: SHAPE: ...") shown `keep` times at most,
     then one line that counts the rest: a torch-level QR seed gets one per shape (41 in a final)."""
@@ -33,6 +32,7 @@ def collapse_flags(flags: list[str], keep: int = 3) -> list[str]:
         if n > keep:
             out.append(f"{kind}: … and {n - keep} more shape{'s' * (n - keep != 1)}")
     return out
+
 
 def fmt_us(us: float | None) -> str:
     if us is None:
