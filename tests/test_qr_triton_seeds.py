@@ -38,14 +38,15 @@ SPLIT = {"NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT
 # so panels taller than 32 rows go through 2-4 row blocks of 16 or 32 and the stacked R's; at
 # n = 40 and 70 the first panels are TSQR panels, the rest register panels.
 TSQR = {"NB": 8, "REG_ELEMS": 256, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2, "FUSED_MAX_N": 4,
-        "TSQR_PANEL": True, "TSQR_BLOCKS": 4}  # fmt: skip
+        "TSQR_PANEL": True, "TSQR_BLOCKS": 4, "PERSIST_PANEL": False}  # fmt: skip
 # The trailing update as the two Triton tl.dot kernels (USE_TF32X3's path; in the interpreter
 # in "ieee" float32), tiles of 16 so that n = 33..70 has several tiles and ragged edges.
 DOT = {"FORCE_TRITON_UPDATE": True, "DOT_BM": 16, "DOT_BN": 16, "DOT_BK": 16}
 # (seed, module constants) for every code path; {} = the shipped defaults.
 PATHS = {
     "fused-default": ("fused", {}),  # fused kernel up to 64, panels + fused tail at 70
-    "fused-blocked-registers": ("fused", {"FUSED_MAX_N": 8, "NB": 8}),
+    # the column loops not unrolled (COL_UNROLL = 1; the defaults unroll by 4)
+    "fused-blocked-registers": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "COL_UNROLL": 1}),
     "fused-blocked-streamed": (
         "fused",
         {"FUSED_MAX_N": 4, "NB": 8, "REG_ELEMS": 8, "CHUNK_ELEMS": 128, "SPLIT_TARGET": 0},
@@ -66,7 +67,7 @@ PATHS = {
         "fused",
         {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": False, "WY_KSPLIT": 3},
     ),
-    "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4}),
+    "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": False}),
     # column loops unrolled (COL_UNROLL) by 3: panels of 8 columns and fused squares of 1-8 end
     # in steps past the last column, which must change nothing
     "fused-unrolled": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "COL_UNROLL": 3}),
@@ -244,7 +245,7 @@ def test_split_panels_are_taken_where_few_matrices_meet_tall_panels(seed, monkey
 
     monkeypatch.setattr(module, "_panel_split", Spy())
     a = ref.make_inputs({"batch": 2, "n": 17, "cond": 2, "family": "dense"}, 4, "cpu")[0]
-    constants = dict(SPLIT, FUSED_MAX_N=4) if seed == "fused" else SPLIT
+    constants = dict(SPLIT, FUSED_MAX_N=4, PERSIST_PANEL=False) if seed == "fused" else SPLIT
     assert_passes(a, run(seed, a, monkeypatch, **constants), f"{seed} split")
     # panels at k = 0, 8 of 17 and 9 rows: 5 and 3 programs, kb + 1 = 9 launches each
     assert launches == [(2, 5)] * 9 + [(2, 3)] * 9
@@ -358,7 +359,7 @@ def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):
 
         monkeypatch.setattr(module, name, Spy())
     constants = dict(SPLIT, FUSED_MAX_N=4)
-    h_split, tau_split = run("fused", a, monkeypatch, **constants)
+    h_split, tau_split = run("fused", a, monkeypatch, **constants, PERSIST_PANEL=False)
     assert launches == {"persist": [], "split": [(3, 5)] * 9 + [(3, 3)] * 9}
     launches["split"].clear()
     out = run("fused", a, monkeypatch, **constants, PERSIST_PANEL=True)
@@ -366,6 +367,30 @@ def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):
     assert launches == {"persist": [(3, 1), (3, 1)], "split": []}  # k = 0 and 8: one each
     assert torch.allclose(out[0], h_split, atol=1e-5, rtol=1e-4)
     assert torch.allclose(out[1], tau_split, atol=1e-6)
+
+
+def test_a_persistent_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch):
+    """Programs of a persistent panel that were not all resident at once (another process's
+    kernels holding SMs) must neither hang the GPU nor return a plausible wrong R. The
+    interpreter runs programs one after another, which is exactly that: with two programs per
+    matrix the first polls its first barrier PERSIST_SPIN_MAX times for a program that has not
+    started, gives up, and writes NaN for its rows (and tau and T, if it is program 0)."""
+    module = SEEDS["fused"]
+    n, kb, rows = 16, 8, 8
+    a = ref.make_inputs({"batch": 1, "n": n, "cond": 1, "family": "dense"}, 3, "cpu")[0]
+    h = a.clone()
+    tau, v, t = torch.zeros(1, n), torch.zeros(1, n * kb), torch.zeros(1, kb * kb)
+    monkeypatch.setattr(module, "PERSIST_SPIN_MAX", 4)
+    module._persist_panel(h, tau, v, t, 0, kb, 2, rows)
+    blocks = [torch.isnan(h[0, i : i + rows, :kb]).all().item() for i in (0, rows)]
+    assert blocks in ([True, False], [False, True]) or all(blocks)  # one program gave up
+    if blocks[0]:  # program 0 writes tau and T
+        assert torch.isnan(tau[0, :kb]).all() and torch.isnan(t).all()
+    assert torch.equal(h[0, :, kb:], a[0, :, kb:])  # the trailing columns are not its business
+    # a resident launch (one program per matrix here: its barrier opens at once) is clean
+    h = a.clone()
+    module._persist_panel(h, tau, v, t, 0, kb, 1, n)
+    assert not torch.isnan(h).any() and not torch.isnan(tau).any()
 
 
 def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
@@ -389,7 +414,7 @@ def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
     assert shape(640, 512, 32, gpu) is None  # fits one program's registers
     assert shape(2, 4096, 32, torch.device("cpu")) == (1, 4096)  # the interpreter
     monkeypatch.setattr(module, "PERSIST_PANEL", False)
-    assert shape(2, 4096, 32, gpu) is None  # off by default
+    assert shape(2, 4096, 32, gpu) is None  # off: the split panel
 
 
 def test_the_split_w_takes_enough_row_ranges_to_fill_the_gpu(monkeypatch):

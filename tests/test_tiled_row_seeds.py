@@ -54,7 +54,9 @@ def test_tiles_of_several_rows_match(monkeypatch, task, rows, cols, dtype):
 @pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
 def test_long_rows_split_over_chunks_match(monkeypatch, task, rows, cols, dtype):
     """SINGLE_MAX = 16 and CHUNK = 16 send every row past 16 columns to the two-launch path:
-    33 columns is 2 chunks and 1 column, 333 is 21 chunks (NCH = 32), 64 is exactly 4."""
+    33 columns is 2 chunks and 1 column, 333 is 21 chunks (NCH = 32), 64 is exactly 4 (rows
+    held whole, WHOLE_ROW_BYTES, off: the interpreter's one "SM" would take every row there)."""
+    monkeypatch.setattr(SEEDS[task], "WHOLE_ROW_BYTES", 0)
     monkeypatch.setattr(SEEDS[task], "SINGLE_MAX", 16)
     monkeypatch.setattr(SEEDS[task], "CHUNK", 16)
     run_and_check(task, rows, cols, dtype)
@@ -76,7 +78,8 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
 
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
-    row) and leaves 17 rows, f32 rows of 256 KiB, and the default (off) to the split path."""
+    row, on by default) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the
+    split path."""
     gpu = torch.device("cuda", 0)
     x = torch.empty(0, dtype=torch.bfloat16)
 
@@ -89,13 +92,12 @@ def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
 
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, gpu, 132)
-        assert not module._whole_row(2048, 65536, OnGpu(2))  # off by default
-        monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 131072)
-        assert module._whole_row(2048, 65536, OnGpu(2))
+        assert module._whole_row(2048, 65536, OnGpu(2))  # the default: 131072
         assert not module._whole_row(17, 131072, OnGpu(2))  # too few rows, and too long
         assert not module._whole_row(2048, 65536, OnGpu(4))  # float32: 256 KiB a row
         assert module._whole_row(200, 65536, x)  # the interpreter: one "SM"
         monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+        assert not module._whole_row(2048, 65536, OnGpu(2))  # off
 
 
 def _forced(task: str, tmp_path: Path) -> Path:
@@ -104,6 +106,7 @@ def _forced(task: str, tmp_path: Path) -> Path:
     src = (TASKS[task].seeds_dir / "triton_tiled.py").read_text()
     src = re.sub(r"^SINGLE_MAX = \d+", "SINGLE_MAX = 32", src, flags=re.M)
     src = re.sub(r"^CHUNK = \d+", "CHUNK = 64", src, flags=re.M)
+    src = re.sub(r"^WHOLE_ROW_BYTES = \d+", "WHOLE_ROW_BYTES = 0", src, flags=re.M)
     path = tmp_path / f"{task}_tiled_split.py"
     path.write_text(src)
     return path

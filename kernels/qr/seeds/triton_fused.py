@@ -50,7 +50,7 @@ registers in one launch and their stacked R's in a second; the panel's Q is form
 levels' compact WY and its Householder form rebuilt from Q (`_lu_signs`: an unpivoted LU with
 sign choices, then two triangular solves). Correct everywhere, but slower than the split panel
 for batch <= 8 on the H200 (its second level is as serial as the column walk it replaces).
-Persistent panels (PERSIST_PANEL, off, unmeasured): where a panel would be split and batch *
+Persistent panels (PERSIST_PANEL, on): where a panel would be split and batch *
 programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
 registers for the whole panel and the programs of a matrix meet at a barrier per column (a
 counter in memory, release/acquire), exchanging the same partial statistics as `_panel_split`.
@@ -105,10 +105,10 @@ FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused l
 # faster (one program per 33x33 matrix was latency-bound), n = 100 1.3x, geomean 868 -> 751 us
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
 FUSED_FEW_WARPS = 0  # fewer fused programs than SMs (20 x 32: 20 programs): at least this many
-# warps (0: off), with >= 4 block elements per thread. Then a program's column step is a chain
-# of latencies, not a share of the issue slots: sm_90 SASS of the 32 x 32 loop per warp is 490
-# instructions at 2 warps, 293 at 4, 199 at 8, 9 barriers each. With many programs more warps
-# cost issue slots (session 5: ELEMS 8 made the hidden set 3% slower). Unmeasured (session 8).
+# warps (0: off), with >= 4 block elements per thread. sm_90 SASS of the 32 x 32 loop per warp is
+# 490 instructions at 2 warps, 293 at 4, 199 at 8, 9 barriers each, but fewer instructions per
+# warp did not make the column step shorter: H200 (session 9, qr_direct side by side) 20 x 32
+# 0.029 ms at 8 warps against 0.023 ms at 2. Off.
 NB = 32  # panel width of the blocked path
 FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n >= 1500 are the
 # hidden shapes still behind the library QR (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500
@@ -124,13 +124,13 @@ REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many 
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
-COL_UNROLL = 1  # column steps of the register kernels (`_panel_reg`, `_qr_fused`) unrolled by
+COL_UNROLL = 4  # column steps of the register kernels (`_panel_reg`, `_qr_fused`) unrolled by
 # this much (a step past the last column is a no-op: its column is zero). Unrolled, the column
 # index inside a thread's registers is known when compiled, so picking column j out of them
 # costs fewer selects: sm_90 SASS of the 512 x 32 panel loop (16 warps) 494 instructions per
-# column at 1, 446 at 2, 425 at 4 (`bench/sass_stats.py`; session 3 found that panel's time
-# follows its instruction count at 640 x 512). Unmeasured on a GPU (session 8, no device time):
-# 4 makes the loop body 4x larger (27 KB of code), which may not stay in the instruction cache.
+# column at 1, 446 at 2, 425 at 4 (`bench/sass_stats.py`). H200 (session 9, qr_direct side by
+# side, benchmark set): 640 x 512 8.70 -> 8.47 (2) -> 8.44 ms (4), 40 x 352 0.743 -> 0.704 ms,
+# 20 x 32 0.023 -> 0.020 ms; geomean 3.726 -> 3.640 (2) -> 3.619 ms (4).
 MAX_WARPS = 16
 SPLIT_TARGET = 256  # tall panels: split rows until batch * programs reaches this (0: off)
 SPLIT_MIN = 4  # ... if that gives at least this many programs per matrix
@@ -140,11 +140,14 @@ TSQR_PANEL = False  # where a panel would be split: factor it as a TSQR (_tsqr_p
 # Off: on the H200 1.1-1.3x slower at batch <= 8, 6-11% faster at batch 20-50, n 700-1500
 # (BENCHMARKS.md, session 7)
 TSQR_BLOCKS = 16  # row blocks of a TSQR panel (their stacked R's must fit the register path)
-PERSIST_PANEL = False  # where a panel would be split: one launch of `_panel_persist` per panel
+PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_persist` per panel
 # (rows in registers, a barrier per column through a counter in memory) instead of kb + 1
-# launches of `_panel_split`. Unmeasured (written in session 8 with no device time): the split
-# panel costs ~4 us per column launch at m = 3000 (session 7); a barrier round trip through L2
-# is expected near 1-2 us. Check its correctness and time on the GPU before turning it on.
+# launches of `_panel_split`. H200 (session 9, qr_direct side by side, with WY_KSPLIT = 0):
+# 60 x 1024 9.01 -> 6.63 ms, 8 x 2048 13.0 -> 9.7 ms, 2 x 4096 28.1 -> 19.2 ms, benchmark
+# geomean 3.726 -> 3.263 ms (31.4x -> 35.9x the library QR); hidden n >= 600, batch <= 64:
+# 1 x 1500 6.61 -> 4.15 ms (0.95x -> 1.5x the library), 1 x 3000 17.2 -> 10.4 ms (0.88x ->
+# 1.44x). Every check passed. A launch whose programs are not all resident fails its check
+# within ~125 ms a call instead of hanging (PERSIST_PER_SM = 2 at 60 x 1024, session 9).
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -174,11 +177,12 @@ FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written o
 # H200 (session 4, qr_direct side by side): 640x512 10.1 -> 9.0 ms, 60x1024 9.4 -> 8.9 ms, the
 # rest unchanged; geomean 4.78 -> 4.24 ms. It saves a third of the traffic at 222 registers.
 FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
-WY_KSPLIT = 1  # the two-kernel update (few matrices: batch * strips too small for the strip
+WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
 # kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
 # `_wy_w` is 128 programs walking 4096 rows each, at 1 x 3000 46 programs walking 3000 rows.
 # C -= V W sums the partial W's. 0: as many as give ~WY_PROGRAMS programs per SM, with at
-# least 4 row steps (DOT_BK) per range. Unmeasured (session 8, no device time).
+# least 4 row steps (DOT_BK) per range. H200 (session 9, with PERSIST_PANEL): 2 x 4096 20.5 ->
+# 19.2 ms, 1 x 3000 11.6 -> 10.4 ms against 1; alone (split panels) 28.1 -> 26.8 ms at 2 x 4096.
 WY_PROGRAMS = 2
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
@@ -449,8 +453,10 @@ def _panel_persist(
     registers for the whole panel). Per column the programs exchange their partial statistics
     (x^T P and the pivot row, as `_panel_split`) through S and meet at a barrier: a counter per
     matrix in CNT (zeroed before the launch), arrived at with a release and polled with an
-    acquire, at most spin_max polls in the whole launch (programs that were not co-resident then
-    give a wrong result, which the checker sees, instead of a hung GPU). Every program sums the
+    acquire, at most spin_max polls in the whole launch: programs that were not co-resident
+    (another process's kernels holding SMs, say) end instead of hanging the GPU, and a program
+    that gave up writes NaN for its rows, tau and T, which every later update spreads through
+    the trailing matrix: never a plausible wrong R. Every program sums the
     partials in the same order, so all build the same reflector and the same T; columns keep
     their unscaled values until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its
     rows of H and V. One launch per panel instead of kb + 1; needs every program of a matrix
@@ -525,6 +531,11 @@ def _panel_persist(
         s = tl.reduce(a * x[:, None], 0, _add)
         arow = tl.reduce(tl.where(r2 == jn, a, 0.0), 0, _add)
     a = tl.where(r2 > c2, a * rinvv[None, :], tl.where(r2 == c2, diagv[None, :], a))
+    # gave up at a barrier: this program's statistics may be stale, so its results are NaN
+    gave_up = spins >= spin_max
+    a = tl.where(gave_up, float("nan"), a)
+    tauv = tl.where(gave_up, float("nan"), tauv)
+    t = tl.where(gave_up, float("nan"), t)
     tl.store(hp + r2 * n + c2, a, mask=own)
     vb = tl.where(r2 > c2, a, tl.where(r2 == c2, 1.0, 0.0))
     tl.store(V + mat * v_bs + r2 * kb + c2, vb, mask=own)
@@ -723,12 +734,15 @@ def _persist_shape(batch: int, m: int, nbp: int, device: torch.device) -> tuple[
 
 def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
     """Panel h[:, k:, k:k+kb] as one launch of `_panel_persist` over nsplit programs per
-    matrix of rb rows each (plus the zeroing of its barrier counters)."""
+    matrix of rb rows each (plus the zeroing of its partials and barrier counters)."""
     batch, n, _ = h.shape
     nbp = max(2, triton.next_power_of_2(kb))
     pp = max(2, triton.next_power_of_2(nsplit))
-    s = torch.empty(batch * 4 * pp * nbp, dtype=h.dtype, device=h.device)
-    cnt = torch.zeros(batch, dtype=torch.int32, device=h.device)
+    # the partials and the barrier counters in one zeroed buffer (one memset): a program that
+    # gives up at a barrier reads zeros, not another call's partials, before it writes NaN
+    size = batch * 4 * pp * nbp
+    s = torch.zeros(size + batch, dtype=torch.float32, device=h.device)
+    cnt = s[size:].view(torch.int32)
     _panel_persist[(batch, nsplit)](
         h, v, t, tau, s, cnt, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
         RB=rb, NBP=nbp, PP=pp, num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),

@@ -45,9 +45,10 @@ STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs
 # is touched once; 1-8% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
 # (no tail wave, one launch's worth of programs); slower too (session 5)
-WHOLE_ROW_BYTES = 0  # rows past SINGLE_MAX whose padded length fits this many bytes: one program
-# per row, the row in registers, one read of x (0: off). For 2048 x 65536 bf16, where the split
-# path reads x twice (58% of the copy roofline, session 5). Unmeasured (session 8, no device time).
+WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this many bytes: one
+# program per row, the row in registers, one read of x (0: off). For 2048 x 65536 bf16, where the
+# split path reads x twice. H200 (session 9, bench/direct.py side by side): 217.5 -> 163.9 us
+# (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%.
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).

@@ -49,12 +49,13 @@ STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs
 # is touched once; 5-18% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
 # (no tail wave, one launch's worth of programs); slower too (session 5)
-WHOLE_ROW_BYTES = 0  # rows past SINGLE_MAX whose padded length fits this many bytes: one program
-# per row, the row in registers, one read of x (0: off). 2048 x 65536 bf16 is the benchmark shape
-# it is for: the split path reads x twice there (3 passes of 268 MB in 220 us, 57% of the copy
-# roofline, session 5). sm_90 SASS at 32 warps: f32 32768 no spills; bf16 65536 12 spill stores
-# a thread (the 64 exps of the sum are live at once; a float32 copy of the row would be 43).
-# Unmeasured on a GPU (session 8, no device time).
+WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this many bytes: one
+# program per row, the row in registers, one read of x (0: off). 2048 x 65536 bf16 is the
+# benchmark shape it is for: the split path reads x twice there (3 passes of 268 MB in 220 us,
+# 57% of the copy roofline, session 5). sm_90 SASS at 32 warps: f32 32768 no spills; bf16 65536
+# 12 spill stores a thread (the 64 exps of the sum are live at once; a float32 copy of the row
+# would be 43). H200 (session 9, bench/direct.py side by side): 2048 x 65536 bf16 224.0 ->
+# 178.8 us (56.4% -> 70.7% of the copy roofline); the other benchmark shapes within 0.3%.
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
