@@ -77,6 +77,9 @@ PATHS = {
     # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
     # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
     "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
+    # blocks of 20 columns: panels of 8, 8 and 4, so the narrower panel's T sits kb * kb
+    # apart in the T buffer, not nb * nb (a bug until session 9)
+    "fused-two-level-ragged": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 20}),
     "fused-two-level-strip": (
         "fused",
         {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24, **DOT, "FUSE_UPDATE": True},
@@ -326,19 +329,27 @@ def test_graphs_are_off_on_the_cpu_and_capped_by_memory(seed, monkeypatch):
     assert module._graph_bytes(8200, 512) > module.GRAPH_MAX_BYTES  # > 2**31 elements
 
 
-def test_few_large_matrices_take_the_wider_panel_when_asked(monkeypatch):
+def test_few_large_or_small_matrices_take_their_panel_width_when_asked(monkeypatch):
     """FEW_NB (triton_fused): a few large matrices factor in wider panels. Scaled down so the
     interpreter can run it: 2 matrices of n = 100 count as "few and large" (FEW_MIN_N = 64), and
-    FEW_NB = 64 gives panels 64 wide where NB gives 32; more matrices keep NB."""
+    FEW_NB = 64 gives panels 64 wide where NB gives 32; more matrices keep NB. SMALL_NB: small
+    matrices (n <= SMALL_NB_MAX_N) in narrower panels."""
     module = SEEDS["fused"]
     a = ref.make_inputs({"batch": 2, "n": 100, "cond": 2, "family": "mixed"}, 4, "cpu")[0]
     with monkeypatch.context() as m:
         m.setattr(module, "FEW_MIN_N", 64)
         m.setattr(module, "FEW_NB", 64)
-        assert module._panel_width(2, 100) == 64 and module._panel_width(3, 100) == module.NB
-        assert module._panel_width(2, 40) == module.NB  # not large
+        assert module._panel_width(2, 400) == 64 and module._panel_width(3, 400) == module.NB
+        assert module._panel_width(2, 40) == module.SMALL_NB  # not large: small
         assert_passes(a, run("fused", a, m), "FEW_NB=64")
-    assert module._panel_width(2, 100) == module.NB  # off by default
+    assert module._panel_width(2, 1024) == module.NB  # off by default
+    with monkeypatch.context() as m:  # SMALL_NB: narrower panels up to SMALL_NB_MAX_N
+        m.setattr(module, "SMALL_NB", 8)
+        m.setattr(module, "SMALL_NB_MAX_N", 60)
+        m.setattr(module, "FUSED_MAX_N", 8)
+        assert module._panel_width(40, 60) == 8 and module._panel_width(40, 61) == module.NB
+        small = ref.make_inputs({"batch": 3, "n": 40, "cond": 2, "family": "mixed"}, 5, "cpu")[0]
+        assert_passes(small, run("fused", small, m), "SMALL_NB=8")  # 4 panels of 8, fused 8
 
 
 def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):

@@ -93,6 +93,7 @@ TUNABLES = {
     "FUSED_FEW_WARPS": [0, 4, 8],
     "NB": [16, 32, 64],
     "FEW_NB": [0, 64],
+    "SMALL_NB": [0, 16],
     "NB_OUTER": [0, 64, 128],
     "REG_ELEMS": [4096, 8192, 16384],
     "TSQR_PANEL": [False, True],
@@ -116,6 +117,14 @@ FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n
 # the chain count and give the trailing update bigger products. Unmeasured (session 5)
 FEW_BATCH = 2
 FEW_MIN_N = 1024
+SMALL_NB = 16  # panel width for n <= SMALL_NB_MAX_N (0: NB). At small n the panels, not the
+# trailing updates, are most of the time, and a panel's column step works on all NB columns.
+# H200 (session 9, qr_direct side by side): NB = 16 for every n made 40 x 176 0.260 -> 0.217 ms
+# and 40 x 352 0.705 -> 0.644 ms but 640 x 512 8.44 -> 10.47 ms, 2 x 4096 19.2 -> 23.1 ms; as
+# this rule (n <= 384): benchmark geomean 3.159 -> 3.083 ms (37.1x -> 38.0x the library QR),
+# hidden 562 -> 526 us (n = 100: 1.05-1.46x, n = 257: 1.20-1.24x, n = 33 at batch 1000-3000
+# 1.04-1.09x; 1 x 33 0.040 -> 0.048 ms, the one loss: two panel launches instead of one).
+SMALL_NB_MAX_N = 384
 NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide panels that update
 # only their own block column, then update the trailing matrix once with all NB_OUTER reflectors
 # (compact WY, T merged from the panels' T's). At 640 x 512 the NB = 32 trailing updates are
@@ -820,7 +829,7 @@ def _tsqr_panel(h, tau, v, t, k, kb, nblk, r):
     vv = v[:, : m * kb].view(batch, m, kb)
     vv[:, :kb] = l1
     vv[:, kb:] = torch.linalg.solve_triangular(u, q[:, kb:], upper=True, left=False)
-    tt = t[:, : kb * kb].view(batch, kb, kb)
+    tt = _t_of(t, batch, kb)
     tt.copy_(
         torch.linalg.solve_triangular(
             l1.mT, -u * s[:, None, :], upper=True, left=False, unitriangular=True
@@ -863,6 +872,13 @@ def _factor_panel(h, tau, v, t, k, kb):
         )  # fmt: skip
 
 
+def _t_of(t: torch.Tensor, batch: int, kb: int) -> torch.Tensor:
+    """T of every matrix of a kb-wide panel as (batch, kb, kb): the kernels pack the T's kb * kb
+    apart in the flat buffer t (batch x nb * nb), so for a panel narrower than nb (the last one
+    of a two-level block) this is not t[:, : kb * kb]."""
+    return t.view(-1)[: batch * kb * kb].view(batch, kb, kb)
+
+
 def _apply_panel(h, v, t, k, kb, end=None):
     """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, k+kb:end] (end: n, or the
     end of a two-level block): three fp32 bmm."""
@@ -870,7 +886,7 @@ def _apply_panel(h, v, t, k, kb, end=None):
     m = n - k
     end = n if end is None else end
     vv = v[:, : m * kb].view(batch, m, kb)
-    tt = t[:, : kb * kb].view(batch, kb, kb)
+    tt = _t_of(t, batch, kb)
     c = h[:, k:, k + kb : end]
     if USE_TF32X3 and h.is_cuda or FORCE_TRITON_UPDATE:
         _apply_panel_triton(h, v, t, k, kb, end - k - kb)
@@ -1023,9 +1039,12 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
 
 
 def _panel_width(batch: int, n: int) -> int:
-    """NB, or FEW_NB for a few large matrices (batch <= FEW_BATCH, n >= FEW_MIN_N)."""
+    """NB, or FEW_NB for a few large matrices (batch <= FEW_BATCH, n >= FEW_MIN_N), or SMALL_NB
+    for small ones (n <= SMALL_NB_MAX_N)."""
     if FEW_NB and batch <= FEW_BATCH and n >= FEW_MIN_N:
         return max(1, min(FEW_NB, n))
+    if SMALL_NB and n <= SMALL_NB_MAX_N:
+        return max(1, min(SMALL_NB, NB, n))  # narrower, never wider than NB
     return max(1, min(NB, n))
 
 
@@ -1043,7 +1062,7 @@ def _factor_block(h, tau, v, t, k0, width, nb):
         _factor_panel(h, tau, v, t, k, kb)
         if k + kb < end:
             _apply_panel(h, v, t, k, kb, end)
-        ts.append(t[:, : kb * kb].view(batch, kb, kb).clone())
+        ts.append(_t_of(t, batch, kb).clone())
     if end < n:
         vo = torch.tril(h[:, k0:, k0:end], -1)
         vo.diagonal(dim1=1, dim2=2).fill_(1.0)
