@@ -51,6 +51,33 @@ def test_tiles_of_several_rows_match(monkeypatch, task, rows, cols, dtype):
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (3, 17), (17, 100), (9, 64), (5, 129)])
+def test_short_rows_in_one_warp_match(monkeypatch, task, rows, cols, dtype):
+    """SHORT_ROW_TILE = 256 for rows of at most SHORT_ROW_MAX = 128 padded columns: tiles of
+    256 // BC rows (at most 8) in one warp: 8 rows of 1 column, 8 of 32, 2 of 128 (17 rows:
+    a partly empty last tile); 129 columns (BC 256) keep the TILE_ELEMS path."""
+    monkeypatch.setattr(SEEDS[task], "SHORT_ROW_TILE", 256)
+    monkeypatch.setattr(SEEDS[task], "SHORT_ROW_MAX", 128)
+    run_and_check(task, rows, cols, dtype)
+
+
+def test_short_rows_take_one_warp_and_up_to_8_rows(monkeypatch):
+    """The tile arithmetic on the H200's shapes: with SHORT_ROW_TILE = 1024 (Inductor's choice)
+    65537 x 257 takes 2 rows a program in one warp, 1000 x 1000 and 32768 x 1024 one row, 3 x 17
+    its 3 rows padded to 4; 8192 columns keep 1 row in NUM_WARPS warps. Off: TILE_ELEMS tiles."""
+    for module in SEEDS.values():
+        shape = module._tile_shape
+        assert shape(65537, 512) == (16, 8)  # off by default: 8192-element tiles, 8 warps
+        monkeypatch.setattr(module, "SHORT_ROW_TILE", 1024)
+        assert shape(65537, 512) == (2, 1)
+        assert shape(1000, 1024) == (1, 1) and shape(32768, 1024) == (1, 1)
+        assert shape(3, 32) == (4, 1) and shape(100000, 2) == (8, 1)  # at most 8 rows
+        assert shape(8192, 8192) == (1, module.NUM_WARPS)  # past SHORT_ROW_MAX
+        monkeypatch.setattr(module, "SHORT_ROW_TILE", 0)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
 def test_long_rows_split_over_chunks_match(monkeypatch, task, rows, cols, dtype):
     """SINGLE_MAX = 16 and CHUNK = 16 send every row past 16 columns to the two-launch path:

@@ -9,7 +9,9 @@ Algorithm (float32 accumulation throughout):
   R = TILE_ELEMS // BC (at least 1): load once, sum of squares along the row, rstd = rsqrt(sum /
   cols + eps), multiply by rstd and by weight (loaded once per program), store. One read of x and
   one write of y: the roofline minimum.
-- cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (off by default, unmeasured), with
+  With SHORT_ROW_TILE (off, unmeasured) rows of at most SHORT_ROW_MAX columns take one warp
+  per program instead, at most 8 rows: the row reductions stay inside the warp.
+- cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (on: 131072), with
   at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
   registers in its input dtype, sum of squares, then x * rstd * weight from the registers. One
   read of x.
@@ -36,11 +38,21 @@ TUNABLES = {
     "STREAMING": [False, True],
     "PERSIST": [0, 2, 4, 8],
     "WHOLE_ROW_BYTES": [0, 65536, 131072],
+    "SHORT_ROW_TILE": [0, 512, 1024, 2048],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+SHORT_ROW_TILE = 0  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many elements
+# in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no shared
+# memory or barrier, and short-row shapes get many small programs. This is what Inductor picks
+# for a persistent reduction of <= 1024 on CUDA (XBLOCK = min(1024 // RBLOCK, 8), num_warps 1),
+# and torch.compile beat this seed at exactly those shapes on the H200 (session 9, direct, side
+# by side): 65537 x 257 f32 softmax 37.4 vs 63.7 us, rmsnorm 37.3 vs 55.4 (bf16 25.7 vs 49.0),
+# 1000 x 1000 5.2-6.2 vs 6.2-6.8, 32768 x 1024 bf16 36.3 vs 37.7-38.4. Unmeasured here (no
+# device time left in session 9); 1024 mirrors Inductor.
+SHORT_ROW_MAX = 1024
 STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
 # is touched once; 1-8% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
@@ -172,6 +184,15 @@ def _warps(elems: int) -> int:
     return max(1, min(NUM_WARPS, elems // 1024))
 
 
+def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
+    """(rows per program, warps) of the tiled path: TILE_ELEMS-element tiles, or one warp per
+    program for short rows (SHORT_ROW_TILE)."""
+    if SHORT_ROW_TILE and bc <= SHORT_ROW_MAX:
+        return max(1, min(SHORT_ROW_TILE // bc, 8, triton.next_power_of_2(rows))), 1
+    r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
+    return r, _warps(r * bc)
+
+
 _SMS: dict = {}
 
 
@@ -205,13 +226,13 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if bc <= SINGLE_MAX:
-        r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
+        r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
         _rmsnorm_tile[(_programs(ntiles, x.device),)](
             x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, ntiles,
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-            num_warps=_warps(r * bc),
+            num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):
