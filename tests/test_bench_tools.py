@@ -57,8 +57,8 @@ def test_the_persistent_qr_panel_compiles_to_a_grid_barrier_with_release_and_acq
     ptx, stats = tmp_path / "k.ptx", tmp_path / "k.json"
     r = run_tool(
         "bench/sass_stats.py", "kernels/qr/seeds/triton_fused.py", "_panel_persist",
-        "--const", "RB=64", "NBP=32", "PP=64", "--div", "H", "V", "T", "TAU", "S", "CNT",
-        "n", "k", "v_bs", "m", "--sig", "CNT=*i32", "--warps", "4", "--ptx", str(ptx),
+        "--const", "RB=64", "NBP=32", "PP=64", "FLAGS=0", "--div", "H", "V", "T", "TAU", "S",
+        "CNT", "n", "k", "v_bs", "m", "--sig", "CNT=*i32", "--warps", "4", "--ptx", str(ptx),
         "--json", str(stats),
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
@@ -71,6 +71,24 @@ def test_the_persistent_qr_panel_compiles_to_a_grid_barrier_with_release_and_acq
     assert "ld.global.cg" in text and "bar.sync" in text
     doc = json.loads(stats.read_text())
     assert doc["loops"] and all(row["STL"] == row["LDL"] == 0 for row in doc["loops"])  # no spills
+
+
+def test_the_persistent_panel_with_flags_exchanges_strong_64_bit_words(tmp_path):
+    """PERSIST_FLAGS: no counter and no release/acquire pair; each partial is a 64-bit word
+    written by a relaxed atomic exchange at GPU scope and polled with volatile 64-bit loads
+    (single-copy atomic, so a word's column number vouches for its value)."""
+    ptx = tmp_path / "k.ptx"
+    r = run_tool(
+        "bench/sass_stats.py", "kernels/qr/seeds/triton_fused.py", "_panel_persist",
+        "--const", "RB=64", "NBP=32", "PP=64", "FLAGS=1", "--div", "H", "V", "T", "TAU", "S",
+        "CNT", "n", "k", "v_bs", "m", "--sig", "S=*i64", "CNT=*i64", "--warps", "4",
+        "--ptx", str(ptx),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = ptx.read_text()
+    assert "atom.global.gpu.relaxed.exch.b64" in text
+    assert "ld.volatile.global.b64" in text
+    assert "release" not in text and "acquire" not in text
 
 
 def test_sass_stats_reports_a_kernel_that_does_not_compile_in_one_line(tmp_path):

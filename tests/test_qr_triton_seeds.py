@@ -74,6 +74,11 @@ PATHS = {
     "fused-tsqr": ("fused", TSQR),
     # one launch per tall panel (PERSIST_PANEL); in the interpreter one program per matrix
     "fused-persist": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True}),
+    # ... its partials exchanged as 64-bit (column, value) words (PERSIST_FLAGS)
+    "fused-persist-flags": (
+        "fused",
+        {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True, "PERSIST_FLAGS": True},
+    ),
     # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
     # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
     "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
@@ -380,18 +385,21 @@ def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):
     assert torch.allclose(out[1], tau_split, atol=1e-6)
 
 
-def test_a_persistent_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch):
+@pytest.mark.parametrize("flags", [False, True], ids=["counter", "flags"])
+def test_a_persistent_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch, flags):
     """Programs of a persistent panel that were not all resident at once (another process's
     kernels holding SMs) must neither hang the GPU nor return a plausible wrong R. The
     interpreter runs programs one after another, which is exactly that: with two programs per
     matrix the first polls its first barrier PERSIST_SPIN_MAX times for a program that has not
-    started, gives up, and writes NaN for its rows (and tau and T, if it is program 0)."""
+    started, gives up, and writes NaN for its rows (and tau and T, if it is program 0). Both
+    exchanges: the counter and the 64-bit (column, value) words (PERSIST_FLAGS)."""
     module = SEEDS["fused"]
     n, kb, rows = 16, 8, 8
     a = ref.make_inputs({"batch": 1, "n": n, "cond": 1, "family": "dense"}, 3, "cpu")[0]
     h = a.clone()
     tau, v, t = torch.zeros(1, n), torch.zeros(1, n * kb), torch.zeros(1, kb * kb)
     monkeypatch.setattr(module, "PERSIST_SPIN_MAX", 4)
+    monkeypatch.setattr(module, "PERSIST_FLAGS", flags)
     module._persist_panel(h, tau, v, t, 0, kb, 2, rows)
     blocks = [torch.isnan(h[0, i : i + rows, :kb]).all().item() for i in (0, rows)]
     assert blocks in ([True, False], [False, True]) or all(blocks)  # one program gave up

@@ -54,6 +54,7 @@ Persistent panels (PERSIST_PANEL, on): where a panel would be split and batch *
 programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
 registers for the whole panel and the programs of a matrix meet at a barrier per column (a
 counter in memory, release/acquire), exchanging the same partial statistics as `_panel_split`.
+PERSIST_FLAGS (off) exchanges them as 64-bit (column, value) words instead, with no counter.
 
 CUDA graphs (USE_GRAPHS, CUDA only, input + H + scratch <= GRAPH_MAX_BYTES): the first call at a
 (shape, device) runs plainly (its result is returned; the run compiles every kernel) and then
@@ -100,6 +101,7 @@ TUNABLES = {
     "PERSIST_PANEL": [False, True],
     "WY_KSPLIT": [1, 0, 4],
     "COL_UNROLL": [1, 2, 4],
+    "PERSIST_FLAGS": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -157,6 +159,14 @@ PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_pers
 # 1 x 1500 6.61 -> 4.15 ms (0.95x -> 1.5x the library), 1 x 3000 17.2 -> 10.4 ms (0.88x ->
 # 1.44x). Every check passed. A launch whose programs are not all resident fails its check
 # within ~125 ms a call instead of hanging (PERSIST_PER_SM = 2 at 60 x 1024, session 9).
+PERSIST_FLAGS = False  # the persistent panel's exchange as self-validating 64-bit words (column
+# number in the high half, the partial's bits in the low half; relaxed atomic stores, volatile
+# polls) instead of a store, a release add on a counter, acquire polls and a reload: one L2
+# round trip per column instead of ~3. The column step costs ~2.7 us at 2 x 4096 (session 9
+# profile: 9.69 ms in 112 launches of 32 columns), most of it those round trips. The price:
+# sm_90 SASS of the column loop (64 rows, 4 warps, 64 programs) 1,540 instructions and 215
+# registers against 707 and 140 (64-bit words: twice the bytes, 64-bit shifts and masks), and
+# every program reads 64 x 64 words a column. Unmeasured (written at the end of session 9).
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -455,7 +465,7 @@ def _panel_split(
 @triton.jit
 def _panel_persist(
     H, V, T, TAU, S, CNT, n, m, kb, k, v_bs, nsplit, spin_max,
-    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr,
+    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr, FLAGS: tl.constexpr,
 ):  # fmt: skip
     """Tall panel of one matrix in ONE launch over `nsplit` co-resident programs per matrix
     (grid (batch, nsplit); program p owns rows [p * RB, (p + 1) * RB) and keeps them in
@@ -499,18 +509,49 @@ def _panel_persist(
         # buffering is enough: a program writes parity j % 2 again (column j + 2) only after
         # barrier j + 1, which every program reaches after reading column j's partials.
         base = sb + (j % 2) * (2 * PP * NBP)
-        tl.store(base + p * (2 * NBP) + cols, s, mask=cols < kb)
-        tl.store(base + p * (2 * NBP) + NBP + cols, arow, mask=cols < kb)
-        tl.debug_barrier()
-        tl.atomic_add(cnt, 1, sem="release", scope="gpu")
-        target = nsplit * (j + 1)
-        while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < target) & (spins < spin_max):
-            spins += 1
-        tl.debug_barrier()
         sin = base + parts[:, None] * (2 * NBP) + c2
-        # .cg: from L2, never a stale L1 line (other SMs wrote these)
-        s = tl.reduce(tl.load(sin, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
-        arow = tl.reduce(tl.load(sin + NBP, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
+        if FLAGS:
+            # every partial a 64-bit word: column j + 1 in the high half, the float's bits in
+            # the low half, written by a strong (relaxed atomic) store and polled with volatile
+            # loads. A naturally aligned 64-bit access is single-copy atomic, so a word whose
+            # high half says j + 1 holds column j's value: no counter, no release/acquire
+            # round trip, one pass over the partials when they are all there.
+            ep = tl.cast(j + 1, tl.int64) << 32
+            lo = 0xFFFFFFFF
+            sw = ep | (s.to(tl.int32, bitcast=True).to(tl.int64) & lo)
+            aw = ep | (arow.to(tl.int32, bitcast=True).to(tl.int64) & lo)
+            tl.atomic_xchg(base + p * (2 * NBP) + cols, sw, mask=cols < kb, sem="relaxed")
+            tl.atomic_xchg(base + p * (2 * NBP) + NBP + cols, aw, mask=cols < kb, sem="relaxed")
+            ws = tl.load(sin, mask=pmask, other=ep, volatile=True)
+            wa = tl.load(sin + NBP, mask=pmask, other=ep, volatile=True)
+            late = tl.where(((ws >> 32) < j + 1) | ((wa >> 32) < j + 1), 1, 0)
+            missing = tl.reduce(tl.reduce(late, 1, _add), 0, _add)
+            while (missing > 0) & (spins < spin_max):
+                spins += 1
+                ws = tl.load(sin, mask=pmask, other=ep, volatile=True)
+                wa = tl.load(sin + NBP, mask=pmask, other=ep, volatile=True)
+                late = tl.where(((ws >> 32) < j + 1) | ((wa >> 32) < j + 1), 1, 0)
+                missing = tl.reduce(tl.reduce(late, 1, _add), 0, _add)
+            sv = (ws & lo).to(tl.int32).to(tl.float32, bitcast=True)
+            av = (wa & lo).to(tl.int32).to(tl.float32, bitcast=True)
+            s = tl.reduce(tl.where(pmask, sv, 0.0), 0, _add)
+            arow = tl.reduce(tl.where(pmask, av, 0.0), 0, _add)
+        else:
+            tl.store(base + p * (2 * NBP) + cols, s, mask=cols < kb)
+            tl.store(base + p * (2 * NBP) + NBP + cols, arow, mask=cols < kb)
+            tl.debug_barrier()
+            tl.atomic_add(cnt, 1, sem="release", scope="gpu")
+            target = nsplit * (j + 1)
+            while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < target) & (
+                spins < spin_max
+            ):
+                spins += 1
+            tl.debug_barrier()
+            # .cg: from L2, never a stale L1 line (other SMs wrote these)
+            s = tl.reduce(tl.load(sin, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
+            arow = tl.reduce(
+                tl.load(sin + NBP, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add
+            )
         alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
         xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
         refl = xx > 0
@@ -750,11 +791,16 @@ def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
     # the partials and the barrier counters in one zeroed buffer (one memset): a program that
     # gives up at a barrier reads zeros, not another call's partials, before it writes NaN
     size = batch * 4 * pp * nbp
-    s = torch.zeros(size + batch, dtype=torch.float32, device=h.device)
-    cnt = s[size:].view(torch.int32)
+    if PERSIST_FLAGS:  # 64-bit words (column, value bits), zero: no column yet; no counters
+        s = torch.zeros(size, dtype=torch.int64, device=h.device)
+        cnt = s
+    else:
+        s = torch.zeros(size + batch, dtype=torch.float32, device=h.device)
+        cnt = s[size:].view(torch.int32)
     _panel_persist[(batch, nsplit)](
         h, v, t, tau, s, cnt, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
-        RB=rb, NBP=nbp, PP=pp, num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
+        RB=rb, NBP=nbp, PP=pp, FLAGS=PERSIST_FLAGS,
+        num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
     )  # fmt: skip
 
 
