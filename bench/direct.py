@@ -4,6 +4,7 @@ development loop for any task, as qr_direct.py is for QR.
     python bench/direct.py --task softmax --seeds triton_online triton_tiled \
         triton_tiled:TILE_ELEMS=16384,NUM_WARPS=16 --out $OUT
     python bench/direct.py --task rmsnorm --set hidden --out $OUT     # every seed, hidden shapes
+    python bench/direct.py --task softmax --seeds triton_tiled --baselines compile --out $OUT
 
 Each (variant, shape): one call checked with the task's own check (the judge's `run_check`),
 then timed on two alternating input sets, each call preceded by an L2 flush and the harness's
@@ -30,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import load_module, load_variant, time_calls  # noqa: E402
 
-from cockpit.harness import scoring  # noqa: E402
+from cockpit.harness import baselines, scoring  # noqa: E402
 from cockpit.harness.task import load_task  # noqa: E402
 from cockpit.harness.verify import as_tuple, run_check  # noqa: E402
 
@@ -43,6 +44,15 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--task", required=True)
     p.add_argument("--seeds", nargs="*", help="STEM or STEM:KEY=VALUE,... (default: every seed)")
+    p.add_argument(
+        "--baselines",
+        nargs="*",
+        default=[],
+        choices=sorted(baselines.VARIANTS),
+        help="also the harness's baselines, built from the task's reference exactly as "
+        "`cockpit baseline` builds them (compile: torch.compile(reference)), as rows "
+        "`baseline:NAME` after the seeds",
+    )
     p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--budget-s", type=float, default=1.0, help="timing budget per (seed, shape)")
@@ -60,6 +70,11 @@ def main() -> None:
             fns[name] = load_variant(task.seeds_dir, name).kernel
         except Exception as exc:  # a broken variant is a line, not the end of the run
             print(f"{name}: cannot load: {type(exc).__name__}: {exc}", flush=True)
+    for variant in args.baselines:
+        namespace: dict = {}
+        source = baselines.baseline_source(task, variant)
+        exec(compile(source, f"<baseline {variant}>", "exec"), namespace)
+        fns[f"baseline:{variant}"] = namespace["kernel"]
     cuda = args.device == "cuda"
     ceil = scoring.ceilings(args.device)
     flush = None

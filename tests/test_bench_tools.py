@@ -207,6 +207,27 @@ def test_the_harness_hold_kernel_fits_four_programs_per_sm_of_an_h200(tmp_path):
     assert doc["loops"] and all(loop["STL"] == 0 for loop in doc["loops"])
 
 
+def test_direct_times_the_harness_baselines_beside_the_seeds(tmp_path):
+    """--baselines: torch.compile(reference) and the reference itself, built from the task's
+    reference as `cockpit baseline` builds them, as checked and timed rows after the seeds."""
+    r = subprocess.run(
+        [
+            sys.executable, "bench/direct.py", "--task", "softmax", "--device", "cpu",
+            "--seeds", "torch_eager", "--baselines", "compile", "reference", "--reps", "3",
+            "--budget-s", "0.05", "--out", str(tmp_path),
+        ],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "direct-softmax.json").read_text())
+    names = ["torch_eager", "baseline:compile", "baseline:reference"]
+    assert [row["seed"] for row in doc["rows"][:3]] == names
+    assert all(row["check"] == "ok" and row["median_us"] > 0 for row in doc["rows"])
+    assert set(doc["summary"]) == set(names)
+    bad = run_tool("bench/direct.py", "--task", "softmax", "--baselines", "no-such")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
 def test_direct_runs_variants_side_by_side_and_checks_each_with_the_tasks_check(tmp_path):
     """bench/direct.py on the CPU (interpreter): every variant row is checked by the judge's
     run_check and timed; the first variant is the reference of the ratios; a variant naming a
