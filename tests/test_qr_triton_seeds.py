@@ -357,6 +357,16 @@ def test_few_large_or_small_matrices_take_their_panel_width_when_asked(monkeypat
         assert_passes(small, run("fused", small, m), "SMALL_NB=8")  # 4 panels of 8, fused 8
 
 
+def test_tiny_fused_squares_are_not_unrolled(monkeypatch):
+    """COL_UNROLL applies to fused squares wider than it: n = 1-4 run the plain column loop
+    (measured faster on the H200 at n = 1-2), n = 5 and up the unrolled one."""
+    module = SEEDS["fused"]
+    monkeypatch.setattr(module, "COL_UNROLL", 4)
+    assert [module._fused_unroll(m) for m in (1, 2, 4, 5, 32)] == [1, 1, 1, 4, 4]
+    monkeypatch.setattr(module, "COL_UNROLL", 1)
+    assert module._fused_unroll(32) == 1
+
+
 def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):
     """PERSIST_PANEL: every panel that would be split takes one launch of `_panel_persist`
     (one program per matrix in the interpreter, where programs run one after another), none of
