@@ -1,12 +1,14 @@
 """The kernel-development tools under bench/ that run without a GPU: sass_stats (compile for
-sm_90 here and count the loop's machine code) and pick_variant (the fastest passing variant of a
-qr_direct run written into a copy of the seed)."""
+sm_90 here and count the loop's machine code), pick_variant (the fastest passing variant of a
+qr_direct run written into a copy of the seed), direct on the CPU, and plot_speedups (charts of
+recorded results)."""
 
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,6 +91,48 @@ def test_the_persistent_panel_with_flags_exchanges_strong_64_bit_words(tmp_path)
     assert "atom.global.gpu.relaxed.exch.b64" in text
     assert "ld.volatile.global.b64" in text
     assert "release" not in text and "acquire" not in text
+
+
+QR_RESULTS = ROOT / "bench" / "results"
+GEQRF_FINAL = QR_RESULTS / "h200-2026-11-30g" / "torch_geqrf-final.json"
+FUSED_FINAL = QR_RESULTS / "h200-2026-12-01h" / "parts" / "triton_fused-final-call5-merged.json"
+
+
+def test_plot_speedups_charts_real_results_against_their_baseline(tmp_path):
+    """bench/plot_speedups.py on two recorded H200 `--final` results: per benchmark spec the
+    baseline's mean over the result's, the harness's weighted geomean last, an SVG with one bar
+    per (spec, series) and the target line, and the same numbers in JSON."""
+    r = run_tool(
+        "bench/plot_speedups.py", str(GEQRF_FINAL), f"{FUSED_FINAL}=session-9", "--target", "50",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    base, fused = (json.loads(p.read_text()) for p in (GEQRF_FINAL, FUSED_FINAL))
+    doc = json.loads((tmp_path / "speedups.json").read_text())
+    assert doc["task"] == "qr" and len(doc["shapes"]) == 12
+    ratio = base["geomean_us"] / fused["geomean_us"]  # both the harness's weighted geomean
+    assert abs(doc["speedups"]["session-9"]["geomean"] - ratio) < 1e-6 * ratio
+    assert "dense 2×4096" in doc["labels"] and "geomean" in r.stdout
+    root = ElementTree.parse(tmp_path / "speedups.svg").getroot()
+    bars = [e for e in root.iter() if e.get("class") == "bar"]
+    assert len(bars) == 13  # 12 specs and the geomean, one series
+    assert any("target 50×" in (e.text or "") for e in root.iter())
+
+
+def test_plot_speedups_rejects_bad_input_in_one_line(tmp_path):
+    other = json.loads(GEQRF_FINAL.read_text())
+    other["task"] = "softmax"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    (tmp_path / "not.json").write_text("{")
+    cases = [
+        (tmp_path / "missing.json", "cannot read"),
+        (tmp_path / "not.json", "is not JSON"),
+        (tmp_path / "other.json", "is a softmax result, the baseline qr"),
+    ]
+    for path, message in cases:
+        r = run_tool("bench/plot_speedups.py", str(GEQRF_FINAL), str(path), "--out", str(tmp_path))
+        assert r.returncode == 2 and message in r.stderr
+        assert r.stderr.count("\n") == 1 and not r.stdout
 
 
 def test_sass_stats_reports_a_kernel_that_does_not_compile_in_one_line(tmp_path):
