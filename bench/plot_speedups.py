@@ -136,15 +136,17 @@ def svg(shapes: list[str], names: list[str], speed: dict, target: float | None, 
             if v is None:
                 continue
             x = x0 + si * bw
+            top_y, bottom_y = sorted((y(v), y(1.0)))  # from 1× up (faster) or down (slower)
             out.append(
-                f'<rect class="bar" x="{x:.1f}" y="{y(v):.1f}" width="{bw * 0.95:.1f}" '
-                f'height="{y(lo) - y(v):.1f}" fill="{COLORS[si % len(COLORS)]}">'
+                f'<rect class="bar" x="{x:.1f}" y="{top_y:.1f}" width="{bw * 0.95:.1f}" '
+                f'height="{max(bottom_y - top_y, 0.5):.1f}" fill="{COLORS[si % len(COLORS)]}">'
                 f"<title>{escape(name)} {escape(group)}: {v:.3g}×</title></rect>"
             )
         cx, cy = left + gi * gw + gw / 2, top + plot_h + 12
+        size = 11 if len(groups) <= 16 else 9
         out.append(
-            f'<text x="{cx:.1f}" y="{cy:.1f}" text-anchor="end" '
-            f'transform="rotate(-35 {cx:.1f} {cy:.1f})">{escape(group)}</text>'
+            f'<text x="{cx:.1f}" y="{cy:.1f}" text-anchor="end" font-size="{size}" '
+            f'transform="rotate(-45 {cx:.1f} {cy:.1f})">{escape(group)}</text>'
         )
     if target:
         out.append(
@@ -160,6 +162,10 @@ def svg(shapes: list[str], names: list[str], speed: dict, target: float | None, 
             f"{escape(name)} ({speed[name]['geomean']:.1f}× geomean)</text>"
         )
     out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#888"/>')
+    out.append(
+        f'<line x1="{left}" x2="{left + plot_w}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" '
+        f'stroke="#444"/>'
+    )  # the baseline: bars above it are faster, below it slower
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
