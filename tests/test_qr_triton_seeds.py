@@ -461,19 +461,3 @@ def test_the_split_w_takes_enough_row_ranges_to_fill_the_gpu(monkeypatch):
     assert ranges(640, 8, 512, gpu) == 1  # enough programs already
     monkeypatch.setattr(module, "WY_KSPLIT", 4)
     assert ranges(640, 8, 512, gpu) == 4
-
-
-def test_few_fused_programs_may_take_more_warps(monkeypatch):
-    """FUSED_FEW_WARPS on an H200 (132 SMs): 20 programs of a 32 x 32 block get 8 warps (4
-    elements a thread), 700 programs keep the 2 of FUSED_ELEMS_PER_THREAD; a 2 x 2 block never
-    gets more warps than it has elements for; off by default."""
-    module = SEEDS["fused"]
-    gpu = torch.device("cuda", 0)
-    monkeypatch.setitem(module._SMS, gpu, 132)
-    warps = module._fused_warps
-    assert warps(20, 32 * 32, gpu) == 2  # off
-    monkeypatch.setattr(module, "FUSED_FEW_WARPS", 8)
-    assert warps(20, 32 * 32, gpu) == 8
-    assert warps(700, 32 * 32, gpu) == 2
-    assert warps(1, 2 * 2, gpu) == 1
-    assert warps(20, 32 * 32, torch.device("cpu")) == 2  # one "SM": never fewer programs

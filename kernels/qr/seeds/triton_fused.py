@@ -91,7 +91,6 @@ TUNABLES = {
     "SPLIT_MIN": [2, 4, 8],
     "FUSED_MAX_N": [32, 64, 128],
     "FUSED_ELEMS_PER_THREAD": [8, 16, 32],
-    "FUSED_FEW_WARPS": [0, 4, 8],
     "NB": [16, 32, 64],
     "FEW_NB": [0, 64],
     "SMALL_NB": [0, 16],
@@ -107,11 +106,10 @@ FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused l
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
 # faster (one program per 33x33 matrix was latency-bound), n = 100 1.3x, geomean 868 -> 751 us
 FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
-FUSED_FEW_WARPS = 0  # fewer fused programs than SMs (20 x 32: 20 programs): at least this many
-# warps (0: off), with >= 4 block elements per thread. sm_90 SASS of the 32 x 32 loop per warp is
-# 490 instructions at 2 warps, 293 at 4, 199 at 8, 9 barriers each, but fewer instructions per
-# warp did not make the column step shorter: H200 (session 9, qr_direct side by side) 20 x 32
-# 0.029 ms at 8 warps against 0.023 ms at 2. Off.
+# Tried and removed (session 9): more warps for the fused programs when they are fewer than the
+# SMs (20 x 32: 20 programs). sm_90 SASS of the 32 x 32 loop per warp: 490 instructions at 2
+# warps, 199 at 8, 9 barriers each, but the column step did not get shorter: H200, qr_direct
+# side by side, 20 x 32 0.029 ms at 8 warps against 0.023 ms at 2.
 NB = 32  # panel width of the blocked path
 FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n >= 1500 are the
 # hidden shapes still behind the library QR (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500
@@ -171,7 +169,7 @@ PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at o
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
 # a poll; a resident launch needs a few per barrier): a launch whose programs were not all
-# resident ends, wrong, instead of hanging, and a whole call (~100 panels) within seconds
+# resident ends with NaN in its panel instead of hanging, a whole call (~100 panels) in seconds
 # Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
 # specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
 # launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
@@ -1032,15 +1030,6 @@ def _qr_fused(
     tl.store(TAU + mats[:, None] * n + k + c2, tauv, mask=(mats < batch)[:, None] & (c2 < m))
 
 
-def _fused_warps(programs: int, elems: int, device: torch.device) -> int:
-    """Warps of a fused program of `elems` block elements (FUSED_ELEMS_PER_THREAD; at least
-    FUSED_FEW_WARPS when the programs do not fill the SMs)."""
-    warps = _warps(elems, FUSED_ELEMS_PER_THREAD)
-    if FUSED_FEW_WARPS and programs < _sm_count(device):
-        warps = max(warps, min(FUSED_FEW_WARPS, _warps(elems, 4)))
-    return warps
-
-
 def _fused_unroll(m: int) -> int:
     """COL_UNROLL for a fused square of m columns, 1 up to COL_UNROLL columns: there every
     unrolled step past the last column is waste, and the H200 timed n = 1 and 2 slower unrolled
@@ -1054,7 +1043,7 @@ def _fused(src, h, tau, k, m):
     block = max(2, triton.next_power_of_2(m))
     mpp = _per_program(batch, block * block, h.is_cuda)
     grid = (triton.cdiv(batch, mpp),)
-    warps = _fused_warps(grid[0], mpp * block * block, h.device)
+    warps = _warps(mpp * block * block, FUSED_ELEMS_PER_THREAD)
     _qr_fused[grid](
         src, h, tau, batch, n, k, m, MPP=mpp, BLOCK=block, COL_UNROLL=_fused_unroll(m),
         num_warps=warps,
