@@ -162,7 +162,7 @@ PERSIST_FLAGS = False  # the persistent panel's exchange as self-validating 64-b
 # polls) instead of a store, a release add on a counter, acquire polls and a reload: one L2
 # round trip per column instead of ~3. The column step costs ~2.7 us at 2 x 4096 (session 9
 # profile: 9.69 ms in 112 launches of 32 columns), most of it those round trips. The price:
-# sm_90 SASS of the column loop (64 rows, 4 warps, 64 programs) 1,540 instructions and 215
+# sm_90 SASS of the column loop (64 rows, 4 warps, 64 programs) 1,132 instructions and 213
 # registers against 707 and 140 (64-bit words: twice the bytes, 64-bit shifts and masks), and
 # every program reads 64 x 64 words a column. Unmeasured (written at the end of session 9).
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
@@ -520,16 +520,16 @@ def _panel_persist(
             aw = ep | (arow.to(tl.int32, bitcast=True).to(tl.int64) & lo)
             tl.atomic_xchg(base + p * (2 * NBP) + cols, sw, mask=cols < kb, sem="relaxed")
             tl.atomic_xchg(base + p * (2 * NBP) + NBP + cols, aw, mask=cols < kb, sem="relaxed")
-            ws = tl.load(sin, mask=pmask, other=ep, volatile=True)
-            wa = tl.load(sin + NBP, mask=pmask, other=ep, volatile=True)
-            late = tl.where(((ws >> 32) < j + 1) | ((wa >> 32) < j + 1), 1, 0)
-            missing = tl.reduce(tl.reduce(late, 1, _add), 0, _add)
+            # poll until every word says column j (a program that gave up reads zeros: NaN)
+            ws = tl.zeros([PP, NBP], tl.int64)
+            wa = tl.zeros([PP, NBP], tl.int64)
+            missing = tl.full([], 1, tl.int32)
             while (missing > 0) & (spins < spin_max):
-                spins += 1
                 ws = tl.load(sin, mask=pmask, other=ep, volatile=True)
                 wa = tl.load(sin + NBP, mask=pmask, other=ep, volatile=True)
                 late = tl.where(((ws >> 32) < j + 1) | ((wa >> 32) < j + 1), 1, 0)
                 missing = tl.reduce(tl.reduce(late, 1, _add), 0, _add)
+                spins += tl.where(missing > 0, 1, 0)
             sv = (ws & lo).to(tl.int32).to(tl.float32, bitcast=True)
             av = (wa & lo).to(tl.int32).to(tl.float32, bitcast=True)
             s = tl.reduce(tl.where(pmask, sv, 0.0), 0, _add)
