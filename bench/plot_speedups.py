@@ -22,6 +22,11 @@ import sys
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cockpit.harness.timing import geomean  # noqa: E402  (the harness's weighted score)
+
 COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1"]
 DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
@@ -77,10 +82,6 @@ def order_key(label: str) -> tuple:
         return next((int(kv[k]) for k in keys if k in kv and kv[k].isdigit()), 0)
 
     return (num("n", "cols"), num("batch", "rows"), label)
-
-
-def geomean(values: list[float], weights: list[float]) -> float:
-    return math.exp(sum(w * math.log(v) for v, w in zip(values, weights)) / sum(weights))
 
 
 def table(base: dict, results: list[tuple[str, dict]], which: str) -> tuple[list[str], dict]:
