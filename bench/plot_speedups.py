@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cockpit.harness.shards import MergeError, load_result  # noqa: E402
 from cockpit.harness.timing import geomean  # noqa: E402  (the harness's weighted score)
 
 COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1"]
@@ -37,16 +38,11 @@ class PlotError(Exception):
 
 def load(spec: str) -> tuple[str, dict]:
     path, _, label = spec.partition("=")
-    p = Path(path)
     try:
-        doc = json.loads(p.read_text())
-    except OSError as exc:
-        raise PlotError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise PlotError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("shapes"), list):
-        raise PlotError(f"{path} is not a harness result (no 'shapes' list)")
-    return label or p.stem, doc
+        doc = load_result(Path(path))  # the checks `cockpit merge` makes of its parts
+    except MergeError as exc:
+        raise PlotError(str(exc)) from None
+    return label or Path(path).stem, doc
 
 
 def means(doc: dict, which: str) -> dict[str, tuple[float, float]]:

@@ -125,8 +125,8 @@ def test_plot_speedups_rejects_bad_input_in_one_line(tmp_path):
     (tmp_path / "other.json").write_text(json.dumps(other))
     (tmp_path / "not.json").write_text("{")
     cases = [
-        (tmp_path / "missing.json", "cannot read"),
-        (tmp_path / "not.json", "is not JSON"),
+        (tmp_path / "missing.json", "missing.json: no such file"),
+        (tmp_path / "not.json", "not.json: not a JSON evaluation result"),
         (tmp_path / "other.json", "is a softmax result, the baseline qr"),
     ]
     for path, message in cases:

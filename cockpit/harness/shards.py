@@ -39,7 +39,8 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def load_part(path: Path) -> dict[str, Any]:
+def load_result(path: Path) -> dict[str, Any]:
+    """An evaluation result (`cockpit eval --json`, or a merge of parts) from its file."""
     try:
         d = json.loads(Path(path).read_text())
     except FileNotFoundError:
@@ -48,6 +49,11 @@ def load_part(path: Path) -> dict[str, Any]:
         raise MergeError(f"{path}: not a JSON evaluation result ({exc})") from None
     if not isinstance(d, dict) or "status" not in d or "shapes" not in d:
         raise MergeError(f"{path}: not an evaluation result (no status and shapes)")
+    return d
+
+
+def load_part(path: Path) -> dict[str, Any]:
+    d = load_result(path)
     if not d.get("shard"):
         raise MergeError(f"{path}: not a part of a sharded evaluation (run eval with --shard K/N)")
     return d
