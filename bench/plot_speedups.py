@@ -167,12 +167,19 @@ def svg(shapes: list[str], names: list[str], speed: dict, target: float | None, 
     return "\n".join(out) + "\n"
 
 
+def positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # a speedup line on a log scale
+        raise argparse.ArgumentTypeError(f"{text}: must be > 0")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("baseline", help="the result the others are compared with")
     p.add_argument("results", nargs="+", help="RESULT.json or RESULT.json=LABEL")
     p.add_argument("--set", default="benchmark", choices=["benchmark", "hidden"])
-    p.add_argument("--target", type=float, help="draw a line at this speedup")
+    p.add_argument("--target", type=positive, help="draw a line at this speedup")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args(argv)
     try:

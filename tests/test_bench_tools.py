@@ -133,6 +133,8 @@ def test_plot_speedups_rejects_bad_input_in_one_line(tmp_path):
         r = run_tool("bench/plot_speedups.py", str(GEQRF_FINAL), str(path), "--out", str(tmp_path))
         assert r.returncode == 2 and message in r.stderr
         assert r.stderr.count("\n") == 1 and not r.stdout
+    r = run_tool("bench/plot_speedups.py", str(GEQRF_FINAL), str(FUSED_FINAL), "--target", "-5")
+    assert r.returncode == 2 and "-5: must be > 0" in r.stderr and not r.stdout
 
 
 def test_sass_stats_reports_a_kernel_that_does_not_compile_in_one_line(tmp_path):
