@@ -43,7 +43,9 @@ def run_and_check(task: str, rows: int, cols: int, dtype: str, seed: int = 3) ->
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)
 def test_tiles_of_several_rows_match(monkeypatch, task, rows, cols, dtype):
-    """TILE_ELEMS = 128: up to 128 rows of one column per program, 1 row of 128 columns."""
+    """TILE_ELEMS = 128: up to 128 rows of one column per program, 1 row of 128 columns (the
+    one-warp path for short rows off, or it would take these shapes)."""
+    monkeypatch.setattr(SEEDS[task], "SHORT_ROW_TILE", 0)
     monkeypatch.setattr(SEEDS[task], "TILE_ELEMS", 128)
     monkeypatch.setattr(SEEDS[task], "SINGLE_MAX", 512)
     run_and_check(task, rows, cols, dtype)
@@ -62,18 +64,19 @@ def test_short_rows_in_one_warp_match(monkeypatch, task, rows, cols, dtype):
 
 
 def test_short_rows_take_one_warp_and_up_to_8_rows(monkeypatch):
-    """The tile arithmetic on the H200's shapes: with SHORT_ROW_TILE = 1024 (Inductor's choice)
-    65537 x 257 takes 2 rows a program in one warp, 1000 x 1000 and 32768 x 1024 one row, 3 x 17
-    its 3 rows padded to 4; 8192 columns keep 1 row in NUM_WARPS warps. Off: TILE_ELEMS tiles."""
+    """The tile arithmetic on the H200's shapes: with SHORT_ROW_TILE = 1024 (Inductor's choice,
+    the default since session 10) 65537 x 257 takes 2 rows a program in one warp, 1000 x 1000 and
+    32768 x 1024 one row, 3 x 17 its 3 rows padded to 4; 8192 columns keep 1 row in NUM_WARPS
+    warps. Off: TILE_ELEMS tiles."""
     for module in SEEDS.values():
         shape = module._tile_shape
-        assert shape(65537, 512) == (16, 8)  # off by default: 8192-element tiles, 8 warps
-        monkeypatch.setattr(module, "SHORT_ROW_TILE", 1024)
+        assert module.SHORT_ROW_TILE == 1024
         assert shape(65537, 512) == (2, 1)
         assert shape(1000, 1024) == (1, 1) and shape(32768, 1024) == (1, 1)
         assert shape(3, 32) == (4, 1) and shape(100000, 2) == (8, 1)  # at most 8 rows
         assert shape(8192, 8192) == (1, module.NUM_WARPS)  # past SHORT_ROW_MAX
         monkeypatch.setattr(module, "SHORT_ROW_TILE", 0)
+        assert shape(65537, 512) == (16, 8)  # off: 8192-element tiles, 8 warps
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))

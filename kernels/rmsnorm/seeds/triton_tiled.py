@@ -9,7 +9,7 @@ Algorithm (float32 accumulation throughout):
   R = TILE_ELEMS // BC (at least 1): load once, sum of squares along the row, rstd = rsqrt(sum /
   cols + eps), multiply by rstd and by weight (loaded once per program), store. One read of x and
   one write of y: the roofline minimum.
-  With SHORT_ROW_TILE (off, unmeasured) rows of at most SHORT_ROW_MAX columns take one warp
+  With SHORT_ROW_TILE (on: 1024) rows of at most SHORT_ROW_MAX columns take one warp
   per program instead, at most 8 rows: the row reductions stay inside the warp.
 - cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (on: 131072), with
   at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
@@ -44,14 +44,16 @@ TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC column
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
-SHORT_ROW_TILE = 0  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many elements
-# in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no shared
-# memory or barrier, and short-row shapes get many small programs. This is what Inductor picks
-# for a persistent reduction of <= 1024 on CUDA (XBLOCK = min(1024 // RBLOCK, 8), num_warps 1),
-# and torch.compile beat this seed at exactly those shapes on the H200 (session 9, direct, side
-# by side): 65537 x 257 f32 softmax 37.4 vs 63.7 us, rmsnorm 37.3 vs 55.4 (bf16 25.7 vs 49.0),
-# 1000 x 1000 5.2-6.2 vs 6.2-6.8, 32768 x 1024 bf16 36.3 vs 37.7-38.4. Unmeasured here (no
-# device time left in session 9); 1024 mirrors Inductor.
+SHORT_ROW_TILE = 1024  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many
+# elements in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no
+# shared memory or barrier, and short-row shapes get many small programs. This is what Inductor
+# picks for a persistent reduction of <= 1024 on CUDA (XBLOCK = min(1024 // RBLOCK, 8),
+# num_warps 1), and torch.compile beat this seed at exactly those shapes on the H200 (session 9).
+# H200 (session 10, bench/direct.py side by side, against 8192-element tiles in 8 warps):
+# 65537 x 257 f32 55.5 -> 42.1 us (bf16 49.1 -> 31.9), 1000 x 1000
+# 6.7 -> 6.1 (bf16 5.9 -> 5.2), 32768 x 1024 bf16 37.8 -> 36.7; hidden geomean 12.84 -> 12.11 us
+# (1.06x), benchmark 1.006x;
+# 2048-element tiles: 65537 x 257 up to 5% faster, 1000 x 1000 up to 20% slower than 1024.
 SHORT_ROW_MAX = 1024
 STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs), as data that
 # is touched once; 1-8% slower on the H200 benchmark set (session 5)
