@@ -6,7 +6,8 @@
         triton_panel_wy:USE_TF32X3=1,USE_GRAPHS=1 --out $OUT      # A/B of module constants
 
 Each (seed, spec): one call checked matrix by matrix with the task's own float64 check, then
-CUDA-event timing of calls on two alternating input sets (median). A seed whose call takes longer
+CUDA-event timing of calls on two alternating input sets (median), then one more call checked (a
+graph replay, for seeds that capture one at their first call). A seed whose call takes longer
 than --max-call-s is skipped for the larger specs of that run. Figures from this script are the
 development loop's; the official figures are `cockpit eval qr SEED --device cuda --final`
 (bench/harness_gpu.py), which adds isolation, hidden shapes and fresh inputs per call.
@@ -117,6 +118,16 @@ def main() -> None:
                 fn(inputs[1])
                 sync()
                 t = time_calls(fn, [(x,) for x in inputs], args.reps, args.budget_s)
+                # the check again after the timed calls: a seed that captures a CUDA graph at
+                # its first call answers every later one from a replay, which the first check
+                # never saw (a race between streams would show here)
+                ok2, metrics2 = ref.check((inputs[1],), fn(inputs[1]))
+                sync()
+                if not ok2:
+                    row["check"] = "FAIL"
+                    row["metrics_after"] = {
+                        k: v for k, v in metrics2.items() if isinstance(v, int | float | str)
+                    }
                 row["median_us"] = statistics.median(t)
                 row["min_us"] = min(t)
                 row["n_calls"] = len(t)

@@ -52,12 +52,12 @@ def test_sass_stats_counts_the_loop_of_a_kernel_compiled_for_sm90_without_a_gpu(
     assert loop["STL"] == loop["LDL"] == 0  # no spills in so small a kernel
 
 
-def _persist_panel_ptx(tmp_path: Path, flags: int, *sig: str) -> subprocess.CompletedProcess:
+def _persist_panel_ptx(tmp_path: Path, *sig: str) -> subprocess.CompletedProcess:
     """triton_fused's `_panel_persist` compiled for sm_90 (64 rows, 32 columns, 64 programs a
     matrix, 4 warps), its PTX in tmp_path / k.ptx and its loop counts in tmp_path / k.json."""
     return run_tool(
         "bench/sass_stats.py", "kernels/qr/seeds/triton_fused.py", "_panel_persist",
-        "--const", "RB=64", "NBP=32", "PP=64", f"FLAGS={flags}", "--div", "H", "V", "T", "TAU",
+        "--const", "RB=64", "NBP=32", "PP=64", "--div", "H", "V", "T", "TAU",
         "S", "CNT", "n", "k", "v_bs", "m", "--sig", *sig, "--warps", "4",
         "--ptx", str(tmp_path / "k.ptx"), "--json", str(tmp_path / "k.json"),
     )  # fmt: skip
@@ -68,7 +68,7 @@ def test_the_persistent_qr_panel_compiles_to_a_grid_barrier_with_release_and_acq
     of a matrix must be a release add and an acquire poll at GPU scope, behind CTA barriers, and
     the partial statistics other SMs wrote must be read from L2 (`.cg`), never a stale L1 line."""
     ptx, stats = tmp_path / "k.ptx", tmp_path / "k.json"
-    r = _persist_panel_ptx(tmp_path, 0, "CNT=*i32")
+    r = _persist_panel_ptx(tmp_path, "CNT=*i32")
     assert r.returncode == 0, r.stdout + r.stderr
     text = ptx.read_text()
     assert "atom.global.gpu.release.add" in text
@@ -79,18 +79,6 @@ def test_the_persistent_qr_panel_compiles_to_a_grid_barrier_with_release_and_acq
     assert "ld.global.cg" in text and "bar.sync" in text
     doc = json.loads(stats.read_text())
     assert doc["loops"] and all(row["STL"] == row["LDL"] == 0 for row in doc["loops"])  # no spills
-
-
-def test_the_persistent_panel_with_flags_exchanges_strong_64_bit_words(tmp_path):
-    """PERSIST_FLAGS: no counter and no release/acquire pair; each partial is a 64-bit word
-    written by a relaxed atomic exchange at GPU scope and polled with volatile 64-bit loads
-    (single-copy atomic, so a word's column number vouches for its value)."""
-    r = _persist_panel_ptx(tmp_path, 1, "S=*i64", "CNT=*i64")
-    assert r.returncode == 0, r.stdout + r.stderr
-    text = (tmp_path / "k.ptx").read_text()
-    assert "atom.global.gpu.relaxed.exch.b64" in text
-    assert "ld.volatile.global.b64" in text
-    assert "release" not in text and "acquire" not in text
 
 
 QR_RESULTS = ROOT / "bench" / "results"

@@ -68,17 +68,37 @@ PATHS = {
         {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": False, "WY_KSPLIT": 3},
     ),
     "fused-blocked-split": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": False}),
+    # look-ahead (the GPU's order for few matrices, in program order here): panel i's update of
+    # panel i + 1's columns, panel i + 1, then the rest of panel i's update; V and T alternate
+    # between two buffers. With the torch update, the Triton strip kernel and the two kernels
+    # (their column offset c0 past the next panel), and with persistent panels
+    "fused-lookahead": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "LOOKAHEAD_CPU": True}),
+    "fused-lookahead-strip": (
+        "fused",
+        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True, "LOOKAHEAD_CPU": True},
+    ),
+    "fused-lookahead-two-kernel": (
+        "fused",
+        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": False, "WY_KSPLIT": 3,
+         "LOOKAHEAD_CPU": True},
+    ),  # fmt: skip
+    "fused-lookahead-persist": (
+        "fused",
+        {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True, "LOOKAHEAD_CPU": True},
+    ),
+    # ... persistent panels not beside an update (LOOKAHEAD_PERSIST off): the update of the
+    # rest first, on the panel lane, for every panel taller than 4 rows
+    "fused-lookahead-persist-serial": (
+        "fused",
+        {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True, "LOOKAHEAD_CPU": True,
+         "LOOKAHEAD_PERSIST": False},
+    ),  # fmt: skip
     # column loops unrolled (COL_UNROLL) by 3: panels of 8 columns and fused squares of 1-8 end
     # in steps past the last column, which must change nothing
     "fused-unrolled": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "COL_UNROLL": 3}),
     "fused-tsqr": ("fused", TSQR),
     # one launch per tall panel (PERSIST_PANEL); in the interpreter one program per matrix
     "fused-persist": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True}),
-    # ... its partials exchanged as 64-bit (column, value) words (PERSIST_FLAGS)
-    "fused-persist-flags": (
-        "fused",
-        {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True, "PERSIST_FLAGS": True},
-    ),
     # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
     # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
     "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
@@ -126,7 +146,7 @@ def _path_params() -> list:
     out = []
     for name in PATHS:
         sizes = STREAMED_SIZES if "streamed" in name or "split" in name else SIZES
-        sizes = [17, 40, 70] if "tsqr" in name else sizes
+        sizes = [17, 40, 70] if "tsqr" in name or "lookahead" in name else sizes
         out += [pytest.param(name, n, id=f"{name}-n{n}") for n in sizes]
     return out
 
@@ -240,7 +260,8 @@ def test_split_panels_are_taken_where_few_matrices_meet_tall_panels(seed, monkey
     module = SEEDS[seed]
     split = module._split_programs
     assert split(2, 4096, 32) == 64 and split(8, 2048, 32) == 32  # the GPU's SMs filled
-    assert split(60, 1024, 32) == 5 and split(20, 1500, 32) == 13
+    # triton_fused holds panels of up to 1024 rows in registers (REG_ELEMS 32768), panel_wy 512
+    assert split(60, 1024, 32) == (0 if seed == "fused" else 5) and split(20, 1500, 32) == 13
     assert split(640, 512, 32) == 0  # a register panel
     assert split(200, 1024, 32) == 0  # enough matrices: one streaming program each
     launches = []
@@ -395,21 +416,18 @@ def test_the_persistent_panel_replaces_the_split_one_when_asked(monkeypatch):
     assert torch.allclose(out[1], tau_split, atol=1e-6)
 
 
-@pytest.mark.parametrize("flags", [False, True], ids=["counter", "flags"])
-def test_a_persistent_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch, flags):
+def test_a_persistent_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch):
     """Programs of a persistent panel that were not all resident at once (another process's
     kernels holding SMs) must neither hang the GPU nor return a plausible wrong R. The
     interpreter runs programs one after another, which is exactly that: with two programs per
     matrix the first polls its first barrier PERSIST_SPIN_MAX times for a program that has not
-    started, gives up, and writes NaN for its rows (and tau and T, if it is program 0). Both
-    exchanges: the counter and the 64-bit (column, value) words (PERSIST_FLAGS)."""
+    started, gives up, and writes NaN for its rows (and tau and T, if it is program 0)."""
     module = SEEDS["fused"]
     n, kb, rows = 16, 8, 8
     a = ref.make_inputs({"batch": 1, "n": n, "cond": 1, "family": "dense"}, 3, "cpu")[0]
     h = a.clone()
     tau, v, t = torch.zeros(1, n), torch.zeros(1, n * kb), torch.zeros(1, kb * kb)
     monkeypatch.setattr(module, "PERSIST_SPIN_MAX", 4)
-    monkeypatch.setattr(module, "PERSIST_FLAGS", flags)
     module._persist_panel(h, tau, v, t, 0, kb, 2, rows)
     blocks = [torch.isnan(h[0, i : i + rows, :kb]).all().item() for i in (0, rows)]
     assert blocks in ([True, False], [False, True]) or all(blocks)  # one program gave up
@@ -434,13 +452,15 @@ def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
     assert shape(2, 4096, 32, gpu) == (64, 64)
     assert shape(8, 2048, 32, gpu) == (16, 128)
     assert shape(1, 3000, 32, gpu) == (47, 64)
-    assert shape(60, 1024, 32, gpu) == (2, 512)
     assert shape(20, 1500, 32, gpu) == (6, 256)
-    for batch, m in ((2, 4096), (8, 2048), (1, 3000), (60, 1024), (20, 1500), (50, 700)):
+    assert shape(30, 1500, 32, gpu) == (3, 512)
+    for batch, m in ((2, 4096), (8, 2048), (1, 3000), (20, 1500), (30, 1500), (3, 1025)):
         p, rb = shape(batch, m, 32, gpu)
         assert batch * p <= 132 and rb * 32 <= module.REG_ELEMS and p * rb >= m
-    assert shape(100, 700, 32, gpu) is None  # one program per matrix: streamed
-    assert shape(640, 512, 32, gpu) is None  # fits one program's registers
+    # panels of up to REG_ELEMS / 32 = 1024 rows fit one program's registers
+    for batch, m in ((60, 1024), (50, 700), (100, 700), (640, 512)):
+        assert shape(batch, m, 32, gpu) is None
+    assert shape(100, 1500, 32, gpu) is None  # one program per matrix: streamed
     assert shape(2, 4096, 32, torch.device("cpu")) == (1, 4096)  # the interpreter
     monkeypatch.setattr(module, "PERSIST_PANEL", False)
     assert shape(2, 4096, 32, gpu) is None  # off: the split panel

@@ -430,6 +430,7 @@ class Arena:
         t_loop = _perf_ns()
         samples, host, checked, integrity_notes = [], [], [], []
         submit: list[float] = []  # host time inside the call, until it returned
+        tails: list[float] = []  # host time the device stayed busy after the timed stream
         wall0 = _now_us()
         policy = Policy(**pol)
         stop, i, audits = "", 0, 0
@@ -440,10 +441,11 @@ class Arena:
                 ops.update(self._recorded_call(self._fresh(pool, rng)[0])[1])
                 audits += 1
             inp, recipe = self._fresh(pool, rng)
-            ev, hs, sub, outs = self._timed_call(inp)
+            ev, hs, sub, tail, outs = self._timed_call(inp)
             samples.append(ev)
             host.append(hs)
             submit.append(sub)
+            tails.append(tail)
             want = i in msg["check_first"] or crng.random() < msg["check_prob"]
             if want and len(checked) < msg["check_max"]:
                 checked.append(
@@ -477,6 +479,7 @@ class Arena:
             "samples": samples,
             "host": host,
             "submit": submit,
+            "tail": tails,
             "checked": checked,
             "stop": stop,
             "flush_us": flush_us,
@@ -492,13 +495,13 @@ class Arena:
 
     def _timed_call(
         self, inp: list[torch.Tensor]
-    ) -> tuple[float, float, float, list[torch.Tensor]]:
-        """(timed us, host us, submit us, outputs) of one call of the candidate."""
+    ) -> tuple[float, float, float, float, list[torch.Tensor]]:
+        """(timed us, host us, submit us, tail us, outputs) of one call of the candidate."""
         if not self.cuda:
             us, out = self._cpu_timed(self.kernel, inp)
-            return us, us, us, self._outputs(out)
-        ev, hs, sub, out = self._gpu_timed(self.kernel, inp)
-        return ev, hs, sub, self._outputs(out)
+            return us, us, us, 0.0, self._outputs(out)
+        ev, hs, sub, tail, out = self._gpu_timed(self.kernel, inp)
+        return ev, hs, sub, tail, self._outputs(out)
 
     def _cpu_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, Any]:
         h0 = _perf_ns()
@@ -508,10 +511,17 @@ class Arena:
             raise CallFailed(*_classify(exc)) from None
         return (_perf_ns() - h0) / 1000.0, out
 
-    def _gpu_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, float, float, Any]:
-        """One timed call of `fn` on the GPU: (event us, host us, submit us, what it returned).
-        The host clock runs from the moment the candidate may launch to the device-wide
-        synchronize after its end event; submit is the host time until the call returned."""
+    def _gpu_timed(
+        self, fn: Any, inp: list[torch.Tensor]
+    ) -> tuple[float, float, float, float, Any]:
+        """One timed call of `fn` on the GPU: (event us, host us, submit us, tail us, what it
+        returned). The host clock runs from the moment the candidate may launch to the
+        device-wide synchronize after its end event; submit is the host time until the call
+        returned; tail is how long that device-wide synchronize still waited once the end event
+        had completed: work of the call that ran on another stream after the timed one (a side
+        stream never joined back), which the events do not see. A candidate may fork streams
+        from the timed stream (forked work starts after the start event: the hold) as long as it
+        joins them back before it returns; then the tail is the synchronize's own cost."""
         torch.cuda.synchronize(self.device)
         flushed = self._before_timed(float(len(inp)))
         start = torch.cuda.Event(enable_timing=True)
@@ -525,6 +535,8 @@ class Arena:
             raise CallFailed(*_classify(exc)) from None
         h_ret = _perf_ns()
         end.record()
+        end.synchronize()
+        h_end = _perf_ns()
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()
         self._check_slack(flushed, start)
@@ -532,6 +544,7 @@ class Arena:
             start.elapsed_time(end) * 1000.0,
             (h1 - h0) / 1000.0,
             (h_ret - h0) / 1000.0,
+            (h1 - h_end) / 1000.0,
             out,
         )
 

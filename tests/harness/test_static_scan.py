@@ -162,3 +162,29 @@ def test_file_reads_through_pathlib_io_and_os_are_flagged():
         "import os\ndef kernel(x):\n    os.open('/etc/hostname', os.O_RDONLY)\n    return x\n",
     ):
         assert scan(src, []), src
+
+
+def test_forked_and_joined_streams_pass_the_scan_but_raw_stream_handles_do_not():
+    """torch.cuda.Stream / torch.cuda.stream are allowed (a forked stream joined back before the
+    call returns is a legitimate overlap; the arena times what is not joined as `hidden_work`),
+    but wrapping a raw handle or switching torch's current stream by hand is still refused."""
+    forked = (
+        "import torch\n"
+        "_side = torch.cuda.Stream(priority=-1)\n"
+        "def kernel(x):\n"
+        "    _side.wait_stream(torch.cuda.current_stream())\n"
+        "    with torch.cuda.stream(_side):\n"
+        "        y = x * 2\n"
+        "    torch.cuda.current_stream().wait_stream(_side)\n"
+        "    return y\n"
+    )
+    assert scan(forked, []) == []
+    for src, what in (
+        ("import torch\ns = torch.cuda.ExternalStream(1234)\ndef kernel(x):\n    return x\n",
+         "ExternalStream"),
+        ("import torch\ndef kernel(x):\n    torch.cuda.set_stream(None)\n    return x\n",
+         "set_stream"),
+    ):  # fmt: skip
+        (finding,) = scan(src, [])
+        assert finding.kind == "static_rule" and what in finding.message
+        assert "side stream" in finding.message

@@ -54,7 +54,6 @@ Persistent panels (PERSIST_PANEL, on): where a panel would be split and batch *
 programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
 registers for the whole panel and the programs of a matrix meet at a barrier per column (a
 counter in memory, release/acquire), exchanging the same partial statistics as `_panel_split`.
-PERSIST_FLAGS (off) exchanges them as 64-bit (column, value) words instead, with no counter.
 
 CUDA graphs (USE_GRAPHS, CUDA only, input + H + scratch <= GRAPH_MAX_BYTES): the first call at a
 (shape, device) runs plainly (its result is returned; the run compiles every kernel) and then
@@ -65,6 +64,7 @@ are kept, least recently used dropped first; a refused capture means plain runs 
 Offsets: the matrix index is widened to int64 before it is multiplied by n * n.
 """
 
+import contextlib
 from collections import OrderedDict
 
 import torch
@@ -95,12 +95,13 @@ TUNABLES = {
     "FEW_NB": [0, 64],
     "SMALL_NB": [0, 16],
     "NB_OUTER": [0, 64, 128],
-    "REG_ELEMS": [4096, 8192, 16384],
+    "REG_ELEMS": [4096, 8192, 16384, 32768],
     "TSQR_PANEL": [False, True],
     "PERSIST_PANEL": [False, True],
     "WY_KSPLIT": [1, 0, 4],
+    "STRIPS_FIRST": [False, True],
+    "STRIP_WARPS": [4, 8],
     "COL_UNROLL": [1, 2, 4],
-    "PERSIST_FLAGS": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -129,7 +130,12 @@ NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide 
 # only their own block column, then update the trailing matrix once with all NB_OUTER reflectors
 # (compact WY, T merged from the panels' T's). At 640 x 512 the NB = 32 trailing updates are
 # memory-bound (~3-4 of 9 ms, session 4's profile); 128 would cut their traffic ~4x. Unmeasured.
-REG_ELEMS = 16384  # padded panel (rows x NB) held in registers up to this many elements
+REG_ELEMS = 32768  # padded panel (rows x NB) held in registers up to this many elements: 1024 x
+# 32 at 16 warps (64 a thread, no spills in the column loop; sm_90 SASS 2,723 instructions per 4
+# columns against 1,702 at 512 rows). H200 (session 10, qr_direct side by side, against 16384):
+# 60 x 1024 6.57 -> 5.69 ms: its 16 panels taller than 512 rows left the persistent panel (2
+# programs a matrix, ~4.5 us a column, most of it the grid barrier) for one program a matrix;
+# benchmark geomean 3.084 -> 2.983 ms, with STRIPS_FIRST 2.915 ms
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
@@ -157,14 +163,11 @@ PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_pers
 # 1 x 1500 6.61 -> 4.15 ms (0.95x -> 1.5x the library), 1 x 3000 17.2 -> 10.4 ms (0.88x ->
 # 1.44x). Every check passed. A launch whose programs are not all resident fails its check
 # within ~125 ms a call instead of hanging (PERSIST_PER_SM = 2 at 60 x 1024, session 9).
-PERSIST_FLAGS = False  # the persistent panel's exchange as self-validating 64-bit words (column
-# number in the high half, the partial's bits in the low half; relaxed atomic stores, volatile
-# polls) instead of a store, a release add on a counter, acquire polls and a reload: one L2
-# round trip per column instead of ~3. The column step costs ~2.7 us at 2 x 4096 (session 9
-# profile: 9.69 ms in 112 launches of 32 columns), most of it those round trips. The price:
-# sm_90 SASS of the column loop (64 rows, 4 warps, 64 programs) 1,132 instructions and 213
-# registers against 707 and 140 (64-bit words: twice the bytes, 64-bit shifts and masks), and
-# every program reads 64 x 64 words a column. Unmeasured (written at the end of session 9).
+# Tried and removed (session 10): PERSIST_FLAGS, the persistent panel's partials as self-validating
+# 64-bit (column, value) words polled with volatile loads, no counter (one L2 round trip a column
+# instead of ~3, at 1.6x the instructions of the column loop). H200, qr_direct side by side:
+# 2 x 4096 19.05 -> 23.1 ms, 1 x 3000 10.6 -> 12.0 ms, 8 x 2048 9.64 -> 9.51 ms, and wrong (NaN)
+# at 60 x 1024, 50 x 700 and 20 x 1500, the shapes with 256-512 rows a program (213 registers).
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -194,6 +197,17 @@ FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written o
 # H200 (session 4, qr_direct side by side): 640x512 10.1 -> 9.0 ms, 60x1024 9.4 -> 8.9 ms, the
 # rest unchanged; geomean 4.78 -> 4.24 ms. It saves a third of the traffic at 222 registers.
 FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
+LOOKAHEAD = True  # few matrices (batch <= LOOKAHEAD_MAX_BATCH), CUDA: factor panel i + 1 while the
+# rest of panel i's trailing update runs, on a second stream (`_factor_lookahead`). Unmeasured
+LOOKAHEAD_MAX_BATCH = 128
+LOOKAHEAD_CPU = False  # tests: the look-ahead order on the CPU (one lane, program order)
+LOOKAHEAD_PERSIST = True  # ... persistent panels too (off: each after the whole previous update)
+STRIPS_FIRST = True  # the strip kernel's grid as (strips, batch): the strips of one matrix
+# launch together and share V in L2 (batch first puts a matrix's strips `batch` programs apart:
+# at 640 x 512 every strip fetched its matrix's 64 KB of V from memory twice, about as many bytes
+# as its strip of C). H200 (session 10, qr_direct side by side): 640 x 512 8.41 -> 7.95 ms (all
+# four families), 60 x 1024 6.57 -> 6.50 ms; benchmark geomean 3.084 -> 3.015 ms
+STRIP_WARPS = 4  # warps of a strip program (4: 222 registers, 2 programs an SM at BN = 64)
 WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
 # kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
 # `_wy_w` is 128 programs walking 4096 rows each, at 1 x 3000 46 programs walking 3000 rows.
@@ -463,7 +477,7 @@ def _panel_split(
 @triton.jit
 def _panel_persist(
     H, V, T, TAU, S, CNT, n, m, kb, k, v_bs, nsplit, spin_max,
-    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr, FLAGS: tl.constexpr,
+    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr,
 ):  # fmt: skip
     """Tall panel of one matrix in ONE launch over `nsplit` co-resident programs per matrix
     (grid (batch, nsplit); program p owns rows [p * RB, (p + 1) * RB) and keeps them in
@@ -508,48 +522,21 @@ def _panel_persist(
         # barrier j + 1, which every program reaches after reading column j's partials.
         base = sb + (j % 2) * (2 * PP * NBP)
         sin = base + parts[:, None] * (2 * NBP) + c2
-        if FLAGS:
-            # every partial a 64-bit word: column j + 1 in the high half, the float's bits in
-            # the low half, written by a strong (relaxed atomic) store and polled with volatile
-            # loads. A naturally aligned 64-bit access is single-copy atomic, so a word whose
-            # high half says j + 1 holds column j's value: no counter, no release/acquire
-            # round trip, one pass over the partials when they are all there.
-            ep = tl.cast(j + 1, tl.int64) << 32
-            lo = 0xFFFFFFFF
-            sw = ep | (s.to(tl.int32, bitcast=True).to(tl.int64) & lo)
-            aw = ep | (arow.to(tl.int32, bitcast=True).to(tl.int64) & lo)
-            tl.atomic_xchg(base + p * (2 * NBP) + cols, sw, mask=cols < kb, sem="relaxed")
-            tl.atomic_xchg(base + p * (2 * NBP) + NBP + cols, aw, mask=cols < kb, sem="relaxed")
-            # poll until every word says column j (a program that gave up reads zeros: NaN)
-            ws = tl.zeros([PP, NBP], tl.int64)
-            wa = tl.zeros([PP, NBP], tl.int64)
-            missing = tl.full([], 1, tl.int32)
-            while (missing > 0) & (spins < spin_max):
-                ws = tl.load(sin, mask=pmask, other=ep, volatile=True)
-                wa = tl.load(sin + NBP, mask=pmask, other=ep, volatile=True)
-                late = tl.where(((ws >> 32) < j + 1) | ((wa >> 32) < j + 1), 1, 0)
-                missing = tl.reduce(tl.reduce(late, 1, _add), 0, _add)
-                spins += tl.where(missing > 0, 1, 0)
-            sv = (ws & lo).to(tl.int32).to(tl.float32, bitcast=True)
-            av = (wa & lo).to(tl.int32).to(tl.float32, bitcast=True)
-            s = tl.reduce(tl.where(pmask, sv, 0.0), 0, _add)
-            arow = tl.reduce(tl.where(pmask, av, 0.0), 0, _add)
-        else:
-            tl.store(base + p * (2 * NBP) + cols, s, mask=cols < kb)
-            tl.store(base + p * (2 * NBP) + NBP + cols, arow, mask=cols < kb)
-            tl.debug_barrier()
-            tl.atomic_add(cnt, 1, sem="release", scope="gpu")
-            target = nsplit * (j + 1)
-            while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < target) & (
-                spins < spin_max
-            ):
-                spins += 1
-            tl.debug_barrier()
-            # .cg: from L2, never a stale L1 line (other SMs wrote these)
-            s = tl.reduce(tl.load(sin, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
-            arow = tl.reduce(
-                tl.load(sin + NBP, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add
-            )
+        tl.store(base + p * (2 * NBP) + cols, s, mask=cols < kb)
+        tl.store(base + p * (2 * NBP) + NBP + cols, arow, mask=cols < kb)
+        tl.debug_barrier()
+        tl.atomic_add(cnt, 1, sem="release", scope="gpu")
+        target = nsplit * (j + 1)
+        while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < target) & (
+            spins < spin_max
+        ):
+            spins += 1
+        tl.debug_barrier()
+        # .cg: from L2, never a stale L1 line (other SMs wrote these)
+        s = tl.reduce(tl.load(sin, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add)
+        arow = tl.reduce(
+            tl.load(sin + NBP, mask=pmask, other=0.0, cache_modifier=".cg"), 0, _add
+        )
         alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
         xx = tl.maximum(tl.reduce(tl.where(cols == j, s, 0.0), 0, _add), 0.0)
         refl = xx > 0
@@ -594,11 +581,11 @@ def _panel_persist(
 
 @triton.jit
 def _wy_w(
-    H, V, T, W, n, m, kb, k, nc, v_bs, rows_per,
+    H, V, T, W, n, m, kb, k, c0, nc, v_bs, rows_per,
     NBP: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
     """W_z = T^T (V^T C) over the rows [z * rows_per, (z + 1) * rows_per) for BN trailing
-    columns of one matrix (grid (batch, column tiles, row ranges z)): C = H[k:, k+kb:], V (m x
+    columns of one matrix (grid (batch, column tiles, row ranges z)): C = H[k:, c0:c0+nc], V (m x
     kb, row-major, V_BS per matrix), T (kb x kb); W_z is kb x nc, the partials of a matrix
     consecutive (T^T is linear: W = sum_z W_z)."""
     mat = tl.program_id(0).to(tl.int64)
@@ -606,7 +593,7 @@ def _wy_w(
     z = tl.program_id(2)
     ci = tl.arange(0, NBP)
     rk = tl.arange(0, BK)
-    cp = H + mat * n * n + k * n + k + kb
+    cp = H + mat * n * n + k * n + c0
     vp = V + mat * v_bs
     acc = tl.zeros([NBP, BN], tl.float32)
     r_hi = tl.minimum(m, (z + 1) * rows_per)
@@ -633,11 +620,11 @@ def _wy_w(
 
 @triton.jit
 def _wy_update(
-    H, V, W, n, m, kb, k, nc, v_bs, ksplit,
+    H, V, W, n, m, kb, k, c0, nc, v_bs, ksplit,
     NBP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    """C -= V W on a BM x BN tile of one matrix's trailing columns (grid (batch, tiles)), W the
-    sum of the matrix's `ksplit` partials W_z."""
+    """C -= V W on a BM x BN tile of one matrix's trailing columns C = H[k:, c0:c0+nc] (grid
+    (batch, tiles)), W the sum of the matrix's `ksplit` partials W_z."""
     mat = tl.program_id(0).to(tl.int64)
     tile = tl.program_id(1)
     ntn = tl.cdiv(nc, BN)
@@ -655,7 +642,7 @@ def _wy_update(
     for z in range(1, ksplit):
         w += tl.load(wp + z * (kb * nc), mask=wmask, other=0.0)
     upd = tl.dot(v, w, input_precision=PREC)
-    cptr = H + mat * n * n + k * n + k + kb + r[:, None] * n + cc[None, :]
+    cptr = H + mat * n * n + k * n + c0 + r[:, None] * n + cc[None, :]
     msk = (r[:, None] < m) & (cc[None, :] < nc)
     c = tl.load(cptr, mask=msk, other=0.0)
     tl.store(cptr, c - upd, mask=msk)
@@ -663,17 +650,26 @@ def _wy_update(
 
 @triton.jit
 def _wy_strip(
-    H, V, T, n, m, kb, k, nc, v_bs,
+    H, V, T, n, m, kb, k, c0, nc, v_bs,
     NBP: tl.constexpr, BK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
+    STRIPS_FIRST: tl.constexpr,
 ):  # fmt: skip
-    """C -= V (T^T (V^T C)) on a strip of BN trailing columns of one matrix (grid (batch,
-    strips)): the strip is read for W = T^T V^T C, then read again (mostly from L2, it was just
-    read) and written for C -= V W. Two passes over C from memory instead of the three of
-    _wy_w + _wy_update, one launch instead of two, and W never leaves the program."""
-    mat = tl.program_id(0).to(tl.int64)
-    cc = tl.program_id(1) * BN + tl.arange(0, BN)
+    """C -= V (T^T (V^T C)) on a strip of BN trailing columns of one matrix, C = H[k:,
+    c0:c0+nc] (grid (batch,
+    strips), or (strips, batch) with STRIPS_FIRST): the strip is read for W = T^T V^T C, then
+    read again (mostly from L2, it was just read) and written for C -= V W. Two passes over C
+    from memory instead of the three of _wy_w + _wy_update, one launch instead of two, and W
+    never leaves the program. STRIPS_FIRST launches the strips of a matrix one after another,
+    so they run at the same time and V (read twice by each) is fetched from memory once."""
+    if STRIPS_FIRST:
+        mat = tl.program_id(1).to(tl.int64)
+        strip = tl.program_id(0)
+    else:
+        mat = tl.program_id(0).to(tl.int64)
+        strip = tl.program_id(1)
+    cc = strip * BN + tl.arange(0, BN)
     ci = tl.arange(0, NBP)
-    cp = H + mat * n * n + k * n + k + kb
+    cp = H + mat * n * n + k * n + c0
     vp = V + mat * v_bs
     cok = cc[None, :] < nc
     acc = tl.zeros([NBP, BN], tl.float32)
@@ -789,15 +785,11 @@ def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
     # the partials and the barrier counters in one zeroed buffer (one memset): a program that
     # gives up at a barrier reads zeros, not another call's partials, before it writes NaN
     size = batch * 4 * pp * nbp
-    if PERSIST_FLAGS:  # 64-bit words (column, value bits), zero: no column yet; no counters
-        s = torch.zeros(size, dtype=torch.int64, device=h.device)
-        cnt = s
-    else:
-        s = torch.zeros(size + batch, dtype=torch.float32, device=h.device)
-        cnt = s[size:].view(torch.int32)
+    s = torch.zeros(size + batch, dtype=torch.float32, device=h.device)
+    cnt = s[size:].view(torch.int32)
     _panel_persist[(batch, nsplit)](
         h, v, t, tau, s, cnt, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
-        RB=rb, NBP=nbp, PP=pp, FLAGS=PERSIST_FLAGS,
+        RB=rb, NBP=nbp, PP=pp,
         num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
     )  # fmt: skip
 
@@ -923,17 +915,19 @@ def _t_of(t: torch.Tensor, batch: int, kb: int) -> torch.Tensor:
     return t.view(-1)[: batch * kb * kb].view(batch, kb, kb)
 
 
-def _apply_panel(h, v, t, k, kb, end=None):
-    """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, k+kb:end] (end: n, or the
-    end of a two-level block): three fp32 bmm."""
+def _apply_panel(h, v, t, k, kb, end=None, start=None):
+    """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, start:end] (start: k + kb,
+    or later with LOOKAHEAD; end: n, or the end of a two-level block or of the next panel):
+    three fp32 bmm, or the Triton kernels on CUDA."""
     batch, n, _ = h.shape
     m = n - k
     end = n if end is None else end
+    start = k + kb if start is None else start
     vv = v[:, : m * kb].view(batch, m, kb)
     tt = _t_of(t, batch, kb)
-    c = h[:, k:, k + kb : end]
+    c = h[:, k:, start:end]
     if USE_TF32X3 and h.is_cuda or FORCE_TRITON_UPDATE:
-        _apply_panel_triton(h, v, t, k, kb, end - k - kb)
+        _apply_panel_triton(h, v, t, k, kb, start, end - start)
         return
     w = torch.bmm(tt.mT, torch.bmm(vv.mT, c))
     c.baddbmm_(vv, w, alpha=-1.0)
@@ -948,11 +942,11 @@ def _wy_ranges(batch: int, strips: int, m: int, device: torch.device) -> int:
     return max(1, min(want, m // (4 * DOT_BK)))
 
 
-def _apply_panel_triton(h, v, t, k, kb, nc):
+def _apply_panel_triton(h, v, t, k, kb, c0, nc):
     """The same update as two Triton kernels on tensor cores (tl.dot, input_precision
     DOT_PRECISION: "tf32x3" splits each float32 operand into a TF32 high and low part and sums
     three TF32 products, ~float32 accuracy): W = T^T (V^T C), then C -= V W, on the nc columns
-    after the panel."""
+    from column c0."""
     batch, n, _ = h.shape
     m = n - k
     nbp = max(16, triton.next_power_of_2(kb))
@@ -960,9 +954,10 @@ def _apply_panel_triton(h, v, t, k, kb, nc):
     bn = DOT_BN
     strips = triton.cdiv(nc, bn)
     if FUSE_UPDATE and batch * strips >= FUSE_MIN_PROGRAMS * _sm_count(h.device):
-        _wy_strip[(batch, strips)](
-            h, v, t, n, m, kb, k, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
-            PREC=prec, num_warps=4,
+        first = STRIPS_FIRST and batch <= 65535  # a grid's second axis holds at most 65535
+        _wy_strip[(strips, batch) if first else (batch, strips)](
+            h, v, t, n, m, kb, k, c0, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
+            PREC=prec, STRIPS_FIRST=first, num_warps=STRIP_WARPS,
         )  # fmt: skip
         return
     # row ranges of W (WY_KSPLIT), whole BK steps each; as many as that leaves non-empty
@@ -970,12 +965,12 @@ def _apply_panel_triton(h, v, t, k, kb, nc):
     ks = triton.cdiv(m, rows_per)
     w = torch.empty(batch * ks * kb * nc, dtype=h.dtype, device=h.device)
     _wy_w[(batch, strips, ks)](
-        h, v, t, w, n, m, kb, k, nc, v.shape[1], rows_per, NBP=nbp, BK=DOT_BK, BN=bn,
+        h, v, t, w, n, m, kb, k, c0, nc, v.shape[1], rows_per, NBP=nbp, BK=DOT_BK, BN=bn,
         PREC=prec, num_warps=4,
     )  # fmt: skip
     tiles = triton.cdiv(m, DOT_BM) * triton.cdiv(nc, bn)
     _wy_update[(batch, tiles)](
-        h, v, w, n, m, kb, k, nc, v.shape[1], ks, NBP=nbp, BM=DOT_BM, BN=bn, PREC=prec,
+        h, v, w, n, m, kb, k, c0, nc, v.shape[1], ks, NBP=nbp, BM=DOT_BM, BN=bn, PREC=prec,
         num_warps=4,
     )  # fmt: skip
 
@@ -1064,9 +1059,12 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
         return h, tau
     h = a.clone() if a is A and not inplace else a
     nb = _panel_width(batch, n)
+    outer = NB_OUTER if nb < NB_OUTER else 0
+    if not outer and _lookahead(batch, h.device):
+        _factor_lookahead(h, tau, nb)
+        return h, tau
     v = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
     t = torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device)
-    outer = NB_OUTER if nb < NB_OUTER else 0
     k = 0
     while n - k > FUSED_MAX_N:
         if outer:
@@ -1080,6 +1078,126 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
     if k < n:
         _fused(h, h, tau, k, n - k)
     return h, tau
+
+
+def _lookahead(batch: int, device: torch.device) -> bool:
+    """LOOKAHEAD for this batch: CUDA (or the CPU when a test asks), at most LOOKAHEAD_MAX_BATCH
+    matrices."""
+    return LOOKAHEAD and batch <= LOOKAHEAD_MAX_BATCH and (device.type == "cuda" or LOOKAHEAD_CPU)
+
+
+_STREAMS: dict = {}
+
+
+def _streams(device: torch.device):
+    """(panel stream, update stream) of a CUDA device, made once: the panels' at the highest
+    priority, so the block scheduler starts a panel's programs before more update programs (a
+    persistent panel's programs wait for each other at every column), the updates' at the
+    lowest."""
+    if device not in _STREAMS:
+        _STREAMS[device] = (
+            torch.cuda.Stream(device, priority=-100),  # clamped to the device's range
+            torch.cuda.Stream(device, priority=100),
+        )
+    return _STREAMS[device]
+
+
+class _Lanes:
+    """The two lanes of a look-ahead factorization: on CUDA two streams forked from and joined
+    back to the caller's (or the capture's) stream, ordered by events; on the CPU one lane, in
+    program order (what the events enforce on the GPU)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.main = torch.cuda.current_stream(device)
+            self.panel, self.update = _streams(device)
+            self.panel.wait_stream(self.main)
+            self.update.wait_stream(self.main)
+
+    def on(self, lane: str):
+        return torch.cuda.stream(getattr(self, lane)) if self.cuda else contextlib.nullcontext()
+
+    def mark(self, lane: str):
+        """An event after the work queued so far on `lane` (None on the CPU)."""
+        if not self.cuda:
+            return None
+        ev = torch.cuda.Event()
+        ev.record(getattr(self, lane))
+        return ev
+
+    def wait(self, lane: str, ev) -> None:
+        if ev is not None:
+            getattr(self, lane).wait_event(ev)
+
+    def join(self) -> None:
+        if self.cuda:
+            self.main.wait_stream(self.panel)
+            self.main.wait_stream(self.update)
+
+
+def _factor_lookahead(h, tau, nb):
+    """The blocked factorization with a look-ahead of one panel: panel i's reflectors are
+    applied first to panel i + 1's columns only (on the panel lane), and panel i + 1 is factored
+    while the rest of panel i's trailing update runs on the update lane. With few matrices
+    neither fills the GPU alone: a panel is a chain of latency-bound column steps (a persistent
+    panel: ~2.5-3 us a column of it waiting at grid barriers) and the update is memory-bound.
+    Order: panel i + 1 needs panel i's update of its own columns (same lane); that update
+    needs panel i - 1's update of the rest (an event), which also covered panel i + 1's columns;
+    two V and T buffers alternate, and panel i + 2, which reuses panel i's, starts after panel
+    i's update of the rest (the same event). Each update writes columns no panel in flight
+    touches. A persistent panel does not run beside an update unless LOOKAHEAD_PERSIST
+    (`_overlap`): the update of the rest then comes first, on the panel lane."""
+    batch, n, _ = h.shape
+    panels = []
+    k = 0
+    while n - k > FUSED_MAX_N:
+        kb = min(nb, n - k)
+        panels.append((k, kb))
+        k += kb
+    tail = k  # the fused square's first column
+    vs = [torch.empty(batch, n * nb, dtype=h.dtype, device=h.device) for _ in range(2)]
+    ts = [torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device) for _ in range(2)]
+    lanes = _Lanes(h.device)
+    rest_done = None  # panel i - 1's update of the columns after panel i + 1
+    with lanes.on("panel"):
+        _factor_panel(h, tau, vs[0], ts[0], *panels[0])
+    for i, (k, kb) in enumerate(panels):
+        v, t = vs[i % 2], ts[i % 2]
+        nxt = sum(panels[i + 1]) if i + 1 < len(panels) else n  # where the next panel ends
+        beside = i + 1 < len(panels) and _overlap(h, panels, i + 1)
+        with lanes.on("panel"):
+            lanes.wait("panel", rest_done)
+            if k + kb < nxt:  # the next panel's columns (all that is left before the tail)
+                _apply_panel(h, v, t, k, kb, end=nxt)
+            ready = lanes.mark("panel") if beside else None
+            if beside:
+                _factor_panel(h, tau, vs[(i + 1) % 2], ts[(i + 1) % 2], *panels[i + 1])
+        rest_done = None
+        if nxt < n:  # the rest of the update: beside the next panel, or before it
+            with lanes.on("update" if beside else "panel"):
+                lanes.wait("update", ready if beside else None)
+                _apply_panel(h, v, t, k, kb, end=n, start=nxt)
+                rest_done = lanes.mark("update") if beside else None
+        if i + 1 < len(panels) and not beside:
+            with lanes.on("panel"):
+                _factor_panel(h, tau, vs[(i + 1) % 2], ts[(i + 1) % 2], *panels[i + 1])
+    with lanes.on("panel"):
+        lanes.wait("panel", rest_done)
+        if tail < n:
+            _fused(h, h, tau, tail, n - tail)
+    lanes.join()
+
+
+def _overlap(h, panels, i: int) -> bool:
+    """Whether panel i of a look-ahead factorization runs beside the previous panel's update:
+    not a persistent panel unless LOOKAHEAD_PERSIST (its programs, one an SM, share their SMs
+    with the update's and wait for each other at every column)."""
+    if LOOKAHEAD_PERSIST or i >= len(panels):
+        return True
+    batch, n, _ = h.shape
+    k, kb = panels[i]
+    return _persist_shape(batch, n - k, max(2, triton.next_power_of_2(kb)), h.device) is None
 
 
 def _panel_width(batch: int, n: int) -> int:
@@ -1135,7 +1253,7 @@ def _graph_bytes(batch: int, n: int) -> int:
     """Memory a graph keeps (bounded): static input (= H), H, tau, V and update scratch."""
     nb = _panel_width(batch, n)
     outer = NB_OUTER if nb < NB_OUTER else 0  # the two-level step's V (and smaller T, G)
-    return 4 * batch * n * (2 * n + 2 * nb + 1 + 2 * outer)
+    return 4 * batch * n * (2 * n + 3 * nb + 1 + 2 * outer)  # LOOKAHEAD: a second V
 
 
 def _capture(static: torch.Tensor):
