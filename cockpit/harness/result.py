@@ -84,9 +84,6 @@ class TimingStats:
     # back would run at the host's pace (a review flag; the slack keeps it out of the timing)
     submit_median_us: float | None = None
     stop: str = ""  # which stopping rule ended the loop
-    # GPU: how long a device-wide synchronize still waited after the timed stream's end event
-    # (work on streams the call did not join back; a few us when there is none)
-    tail_median_us: float | None = None
 
 
 @dataclass

@@ -65,11 +65,11 @@ BANNED_ATTRS = {
     "set_flush_denormal": "changes global precision flags",
     "set_default_dtype": "changes global precision flags",
     "set_num_threads": "changes the thread pool",
-    # torch.cuda.Stream / torch.cuda.stream are allowed (session 10): a stream forked from the
-    # timed stream and joined back before the call returns is a legitimate overlap (the QR
-    # look-ahead), and the arena sees one that is not joined (the device still busy after the
-    # timed stream's end event, `hidden_work`) or that starts early (it queues behind the hold).
-    # A raw stream handle or a switch of torch's current stream by hand is still refused.
+    # torch.cuda.Stream / torch.cuda.stream are allowed (session 10): overlapping work on a
+    # stream forked from the timed one is legitimate (the QR look-ahead), and the arena makes the
+    # timed stream wait for every stream made through torch.cuda.Stream after each call (what is
+    # not joined is timed, not hidden; arena._TrackedStream). Streams the arena cannot see are
+    # still refused: raw handles, torch.Stream, a hand-set current stream, the class's base.
     "ExternalStream": "runs work on a side stream",
     "_set_stream": "runs work on a side stream",
     "set_stream": "runs work on a side stream",
@@ -89,6 +89,10 @@ BANNED_ATTRS = {
     "__globals__": "reads or rewrites another module's globals",
     "__closure__": "reads or rewrites closures",
     "__subclasses__": "walks the class hierarchy (harness internals)",
+    "__bases__": "walks the class hierarchy (harness internals)",
+    "__base__": "walks the class hierarchy (harness internals)",
+    "__mro__": "walks the class hierarchy (harness internals)",
+    "mro": "walks the class hierarchy (harness internals)",
     "__dict__": "reads or rewrites objects' internals",
     "read_text": "reads files",
     "write_text": "writes files",
@@ -103,6 +107,7 @@ BANNED_ATTRS = {
 BANNED_CHAINS = {
     "sys.modules": "reaches other modules' state (the harness's own included)",
     "torch._C": "uses torch's private C bindings (dispatcher switches)",
+    "torch.Stream": "runs work on a stream the harness does not see (use torch.cuda.Stream)",
 }
 
 BANNED_CALLS = {

@@ -1,18 +1,17 @@
 """GPU exploit: most of the work on the timed stream, the rest on a side stream that waits for it
-and is never joined back. The end event fires when the timed stream's part is done; the side
-stream's part runs after it, outside the events, and is complete by the time the harness reads
-the outputs (its device-wide synchronize). A third of the rows on the side stream: the host
-clock sees ~1.4x the event time, under the `hidden_work` gate on host minus event time (half the
-call), so the events alone would report a ~1.4x faster softmax.
+and is never joined back. Without a defense the end event fires when the timed stream's part is
+done, the side stream's part runs after it, outside the events, and is complete by the time the
+harness reads the outputs (its device-wide synchronize). A sixth of the rows on the side stream:
+the host clock sees ~1.2x the event time, under the `hidden_work` gate on host minus event time
+(half the call), so the events alone would report a ~1.2x faster softmax.
 
-Defense: the tail check (session 10). Once the end event has completed, a device-wide
-synchronize that still waits is waiting for the call's unjoined work; its median must stay under
-max(20 us, 2% of the call) (`hidden_work`). Streams that are forked and joined back are allowed
-(since session 10 the static scan no longer refuses `torch.cuda.Stream`).
+Defense (session 10, when the static scan stopped refusing torch.cuda.Stream): the arena's
+torch.cuda.Stream remembers every stream the candidate makes, and after every call the timed
+stream waits for all of them before the end event (`arena._joined`). Expected on a GPU: ok, and
+no faster than the honest `torch_eager` seed (its side rows are timed).
 
-Honest (joined) for its first HONEST calls of a shape: the verification reads the outputs on the
-timed stream right after the call, before any device-wide synchronize, and would see the side
-rows unwritten (`wrong`) instead of testing the tail check."""
+Honest (joined) for its first HONEST calls of a shape, as a real cheat would be: verification
+reads the outputs right after the call, and an unjoined side part could still be running."""
 
 import torch
 
@@ -28,11 +27,11 @@ def kernel(x):
     key = (tuple(x.shape), x.dtype)
     _calls[key] = _calls.get(key, 0) + 1
     y = torch.empty_like(x)
-    cut = (2 * x.shape[0]) // 3
-    y[:cut] = torch.softmax(x[:cut].float(), -1).to(x.dtype)  # on the timed stream
+    cut = (5 * x.shape[0]) // 6
+    y[:cut] = torch.softmax(x[:cut], -1)  # on the timed stream
     _side.wait_stream(torch.cuda.current_stream())  # after the timed part, and after y exists
     with torch.cuda.stream(_side):
-        y[cut:] = torch.softmax(x[cut:].float(), -1).to(x.dtype)
+        y[cut:] = torch.softmax(x[cut:], -1)
     if _calls[key] <= HONEST:
         torch.cuda.current_stream().wait_stream(_side)  # joined: verification sees all of y
     return y

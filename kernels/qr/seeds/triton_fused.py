@@ -99,6 +99,8 @@ TUNABLES = {
     "TSQR_PANEL": [False, True],
     "PERSIST_PANEL": [False, True],
     "WY_KSPLIT": [1, 0, 4],
+    "LOOKAHEAD": [True, False],
+    "LOOKAHEAD_PERSIST": [True, False],
     "STRIPS_FIRST": [False, True],
     "STRIP_WARPS": [4, 8],
     "COL_UNROLL": [1, 2, 4],
@@ -197,11 +199,21 @@ FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written o
 # H200 (session 4, qr_direct side by side): 640x512 10.1 -> 9.0 ms, 60x1024 9.4 -> 8.9 ms, the
 # rest unchanged; geomean 4.78 -> 4.24 ms. It saves a third of the traffic at 222 registers.
 FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
-LOOKAHEAD = True  # few matrices (batch <= LOOKAHEAD_MAX_BATCH), CUDA: factor panel i + 1 while the
-# rest of panel i's trailing update runs, on a second stream (`_factor_lookahead`). Unmeasured
-LOOKAHEAD_MAX_BATCH = 128
+LOOKAHEAD = True  # few matrices (LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_BATCH), CUDA: factor
+# panel i + 1 while the rest of panel i's trailing update runs, on a second stream
+# (`_factor_lookahead`). H200 (session 10, qr_direct side by side, against none): 60 x 1024 5.61
+# -> 4.94 ms, 8 x 2048 9.68 -> 8.90, 2 x 4096 19.15 -> 18.79, 40 x 352 0.648 -> 0.587; hidden
+# 50 x 700 3.01 -> 2.56, 30 x 700 2.45 -> 1.95, 8 x 1500 6.32 -> 5.55, 20 x 1500 9.88 -> 8.64,
+# 3 x 3000 14.6 -> 13.4. It loses at batch 1 (1 x 3000 10.90 -> 11.18, 1 x 100-1500 0.8-3%; not
+# understood: the overlap has the whole GPU) and at 100 x 700 (3.91 -> 4.04: 100 register panels
+# of 16 warps fill 100 SMs and starve the update), and at 640 x 512 (7.93 -> 8.18): outside
+# [2, 64] it is off.
+LOOKAHEAD_MIN_BATCH = 2
+LOOKAHEAD_MAX_BATCH = 64
 LOOKAHEAD_CPU = False  # tests: the look-ahead order on the CPU (one lane, program order)
-LOOKAHEAD_PERSIST = True  # ... persistent panels too (off: each after the whole previous update)
+LOOKAHEAD_PERSIST = True  # ... persistent panels too (off: each after the whole previous update;
+# H200, session 10: 2 x 4096 18.79 -> 20.16 ms, 8 x 2048 8.90 -> 9.65, 3 x 3000 13.4 -> 15.1: the
+# overlap wins although a persistent panel's programs share their SMs with the update's)
 STRIPS_FIRST = True  # the strip kernel's grid as (strips, batch): the strips of one matrix
 # launch together and share V in L2 (batch first puts a matrix's strips `batch` programs apart:
 # at 640 x 512 every strip fetched its matrix's 64 KB of V from memory twice, about as many bytes
@@ -1081,9 +1093,10 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
 
 
 def _lookahead(batch: int, device: torch.device) -> bool:
-    """LOOKAHEAD for this batch: CUDA (or the CPU when a test asks), at most LOOKAHEAD_MAX_BATCH
-    matrices."""
-    return LOOKAHEAD and batch <= LOOKAHEAD_MAX_BATCH and (device.type == "cuda" or LOOKAHEAD_CPU)
+    """LOOKAHEAD for this batch: CUDA (or the CPU when a test asks), LOOKAHEAD_MIN_BATCH to
+    LOOKAHEAD_MAX_BATCH matrices."""
+    few = LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_BATCH
+    return LOOKAHEAD and few and (device.type == "cuda" or LOOKAHEAD_CPU)
 
 
 _STREAMS: dict = {}
