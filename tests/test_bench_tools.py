@@ -338,3 +338,22 @@ def test_watch_cost_times_each_seed_plain_watched_and_under_the_old_watch(tmp_pa
         assert set(row["best_s"]) == {"plain", "watch", "session-5 watch"}
         assert all(v > 0 for v in row["best_s"].values())
     assert "householder_torch" in r.stdout and "session-5 watch" in r.stdout
+
+
+def test_qr_chunks_times_the_whole_batch_against_chunks_of_it_and_checks_each(tmp_path):
+    """bench/qr_chunks.py on the CPU (interpreter): the seed on the whole batch, then on
+    consecutive chunks of it joined back together; every row checked by the task's own check and
+    timed, chunks not smaller than the batch skipped."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    r = subprocess.run(
+        [
+            sys.executable, "bench/qr_chunks.py", "--device", "cpu", "--specs", "6x40",
+            "--chunks", "2", "4", "6", "--reps", "3", "--budget-s", "0.05", "--out", str(tmp_path),
+        ],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "qr_chunks.json").read_text())
+    assert [row["chunk"] for row in doc["rows"]] == [0, 2, 4]  # 6 is the whole batch
+    assert all(row["ok"] and row["median_us"] > 0 for row in doc["rows"])
+    assert "whole" in r.stdout and "vs whole" in r.stdout

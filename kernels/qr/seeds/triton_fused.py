@@ -54,6 +54,10 @@ Persistent panels (PERSIST_PANEL, on): where a panel would be split and batch *
 programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
 registers for the whole panel and the programs of a matrix meet at a barrier per column (a
 counter in memory, release/acquire), exchanging the same partial statistics as `_panel_split`.
+Look-ahead (LOOKAHEAD, on for 2 to 64 matrices on CUDA): panel i's reflectors are applied to panel
+i + 1's columns first, and panel i + 1 is factored on a high-priority stream while the rest of
+panel i's update runs on a second stream (`_factor_lookahead`: two V and T buffers, events
+between the streams, both joined back to the caller's stream before the call returns).
 
 CUDA graphs (USE_GRAPHS, CUDA only, input + H + scratch <= GRAPH_MAX_BYTES): the first call at a
 (shape, device) runs plainly (its result is returned; the run compiles every kernel) and then
@@ -100,6 +104,7 @@ TUNABLES = {
     "PERSIST_PANEL": [False, True],
     "WY_KSPLIT": [1, 0, 4],
     "LOOKAHEAD": [True, False],
+    "PERSIST_FIRST_ROWS": [0, 64, 128],
     "LOOKAHEAD_PERSIST": [True, False],
     "STRIPS_FIRST": [False, True],
     "STRIP_WARPS": [4, 8],
@@ -170,6 +175,13 @@ PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_pers
 # instead of ~3, at 1.6x the instructions of the column loop). H200, qr_direct side by side:
 # 2 x 4096 19.05 -> 23.1 ms, 1 x 3000 10.6 -> 12.0 ms, 8 x 2048 9.64 -> 9.51 ms, and wrong (NaN)
 # at 60 x 1024, 50 x 700 and 20 x 1500, the shapes with 256-512 rows a program (213 registers).
+PERSIST_FIRST_ROWS = 0  # a panel in the upper half of the register range (more than REG_ELEMS / 2
+# padded elements: 513-1024 rows at NB = 32) takes the persistent panel when its programs would
+# hold at most this many rows (0: never). REG_ELEMS = 32768 won 60 x 1024, where the persistent
+# programs hold 512 rows (~4.5 us a column), but batch 1 at n = 700-3000 lost 3-7% in session
+# 10's final (1 x 700 1.61 -> 1.72 ms, 1 x 3000 10.60 -> 10.92): there 64-row persistent
+# programs (~2.7 us a column) gave way to one 1024-row register program. 128 would restore batch
+# 1-8 and keep 60 x 1024. Unmeasured (session 10 had no device time left)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -766,15 +778,18 @@ def _split_panel(h, tau, v, t, k, kb, nsplit):
         )  # fmt: skip
 
 
-def _persist_shape(batch: int, m: int, nbp: int, device: torch.device) -> tuple[int, int] | None:
+def _persist_shape(
+    batch: int, m: int, nbp: int, device: torch.device, fits: bool = True
+) -> tuple[int, int] | None:
     """(programs per matrix, rows per program) of a persistent panel, or None: where a panel
     is too tall for one program's registers and the batch is small enough that every program
     of it can be resident at once (batch * programs <= SMs * PERSIST_PER_SM), each program's
     rows (a power of two >= PERSIST_MIN_ROWS) fitting its registers. The CPU interpreter runs
     programs one after another, so a barrier between them would never open: there it takes one
     program per matrix wherever the GPU would split the panel (the same code, its barrier
-    passed at once)."""
-    if not PERSIST_PANEL or m * nbp <= REG_ELEMS:
+    passed at once). fits=False: also for a panel that would fit one program's registers
+    (PERSIST_FIRST_ROWS)."""
+    if not PERSIST_PANEL or (fits and m * nbp <= REG_ELEMS):
         return None
     if device.type != "cuda":
         return (1, max(2, triton.next_power_of_2(m))) if _split_programs(batch, m, nbp) else None
@@ -786,6 +801,20 @@ def _persist_shape(batch: int, m: int, nbp: int, device: torch.device) -> tuple[
     if rb * nbp > REG_ELEMS or p < 2:
         return None
     return p, rb
+
+
+def _persist_plan(batch: int, m: int, nbp: int, device: torch.device) -> tuple[int, int] | None:
+    """The persistent panel `_factor_panel` takes for a panel of m rows, (programs per matrix,
+    rows per program), or None for the other paths: panels too tall for one program's
+    registers (`_persist_shape`), and with PERSIST_FIRST_ROWS also those in the upper half of
+    the register range whose persistent programs would hold at most that many rows."""
+    mb = max(2, triton.next_power_of_2(m))
+    if mb * nbp > REG_ELEMS:
+        return _persist_shape(batch, m, nbp, device)
+    if not PERSIST_FIRST_ROWS or 2 * mb * nbp <= REG_ELEMS or device.type != "cuda":
+        return None
+    shape = _persist_shape(batch, m, nbp, device, fits=False)
+    return shape if shape is not None and shape[1] <= PERSIST_FIRST_ROWS else None
 
 
 def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
@@ -897,15 +926,15 @@ def _factor_panel(h, tau, v, t, k, kb):
     nbp = max(2, triton.next_power_of_2(kb))
     mb = max(2, triton.next_power_of_2(m))
     v_bs = v.shape[1]
-    if mb * nbp <= REG_ELEMS:
+    if persist := _persist_plan(batch, m, nbp, h.device):
+        _persist_panel(h, tau, v, t, k, kb, *persist)
+    elif mb * nbp <= REG_ELEMS:
         mpp = _per_program(batch, mb * nbp, h.is_cuda)
         grid = (triton.cdiv(batch, mpp),)
         _panel_reg[grid](
             h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
             num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
         )  # fmt: skip
-    elif persist := _persist_shape(batch, m, nbp, h.device):
-        _persist_panel(h, tau, v, t, k, kb, *persist)
     elif _split_programs(batch, m, nbp):
         shape = _tsqr_shape(m, kb, nbp) if TSQR_PANEL else None
         if shape is not None:
@@ -1210,7 +1239,7 @@ def _overlap(h, panels, i: int) -> bool:
         return True
     batch, n, _ = h.shape
     k, kb = panels[i]
-    return _persist_shape(batch, n - k, max(2, triton.next_power_of_2(kb)), h.device) is None
+    return _persist_plan(batch, n - k, max(2, triton.next_power_of_2(kb)), h.device) is None
 
 
 def _panel_width(batch: int, n: int) -> int:
