@@ -47,12 +47,18 @@ _SIDE_STREAMS: dict[tuple[int, int], Any] = {}  # (device, stream id) -> a strea
 
 
 class _TrackedStream(_CudaStream):
-    """torch.cuda.Stream as the candidate sees it: the same stream, remembered."""
+    """torch.cuda.Stream as the candidate sees it: the same stream, remembered. It cannot be
+    subclassed (a subclass could answer `record_event` or `query` for the join with something
+    else, or make its streams through the base class's __new__; `super(T, obj)` is refused by
+    the static scan for the same reason)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         stream = super().__new__(cls, *args, **kwargs)
         _SIDE_STREAMS[(stream.device_index, stream.stream_id)] = stream
         return stream
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("torch.cuda.Stream cannot be subclassed in the arena (its streams are joined)")
 
 
 def _track_side_streams() -> list[tuple[Any, str]]:

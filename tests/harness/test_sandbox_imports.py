@@ -54,3 +54,14 @@ def test_the_gpu_hold_is_importable_after_the_sandbox_narrows_file_access(tmp_pa
         pytest.skip(f"no Landlock on this machine: {out['filesystem']}")
     assert out["project_readable"] is False  # the narrowing is real
     assert out["hold"].startswith("ok:Hold:"), out["hold"]
+
+
+def test_the_arenas_torch_cuda_stream_cannot_be_subclassed():
+    """The stream class the arena installs (cockpit.harness.arena._TrackedStream) refuses
+    subclasses: one could answer the join's record_event or query with something else."""
+    from cockpit.harness.arena import _TrackedStream
+
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+
+        class Quiet(_TrackedStream):  # noqa: F841
+            pass

@@ -195,3 +195,24 @@ def test_side_streams_through_torch_cuda_stream_pass_the_scan_but_streams_it_can
         findings = scan(src, [])
         assert findings and all(f.kind == "static_rule" for f in findings), src
         assert any(what in f.message for f in findings), [f.message for f in findings]
+
+
+def test_super_with_arguments_or_renamed_is_refused_but_plain_super_is_not():
+    """super(T, obj) reaches past T's own methods (past the arena's torch.cuda.Stream.__new__,
+    which records the streams a candidate makes); plain super() in a method is ordinary Python."""
+    plain = (
+        "import torch\n"
+        "class Scale(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "def kernel(x):\n"
+        "    return x * 2\n"
+    )
+    assert scan(plain, []) == []
+    for src in (
+        "import torch\ns = super(torch.cuda.Stream, torch.cuda.Stream).__new__(torch.cuda.Stream)\n"
+        "def kernel(x):\n    return x\n",
+        "import torch\nsup = super\ndef kernel(x):\n    return x\n",
+    ):
+        findings = scan(src, [])
+        assert any("super" in f.message and f.kind == "static_rule" for f in findings), src
