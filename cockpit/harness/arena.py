@@ -35,7 +35,7 @@ _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for e
 # Side streams. A candidate may fork CUDA streams from the timed one (a panel factored beside an
 # update, say); torch.cuda.Stream is replaced, before the candidate is imported, by a subclass
 # that remembers every stream it makes, and after every call of the candidate the current stream
-# waits for all of them (`_joined`). So the end event of a timed call comes after whatever the
+# waits for each of them that still has work (`_joined`). So the end event of a timed call comes after whatever the
 # call left on a side stream: forgetting to join, or not joining on purpose, is timed, not
 # hidden. Work started on a side stream before the start event queues behind the hold (every SM
 # busy). Raw handles (ExternalStream), torch.Stream and hand-set current streams are refused by
@@ -87,6 +87,8 @@ def _joined(kernel: Any, device: torch.device) -> Any:
         return out
 
     return call
+
+
 _GUARD_BYTES = 64 * 1024
 # The launch slack between the flush and a timed call's start event (`_before_timed`): ~200 us,
 # longer than any single launch takes on the host. The arena holds every SM for that long

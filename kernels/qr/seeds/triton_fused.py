@@ -173,8 +173,9 @@ PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_pers
 # Tried and removed (session 10): PERSIST_FLAGS, the persistent panel's partials as self-validating
 # 64-bit (column, value) words polled with volatile loads, no counter (one L2 round trip a column
 # instead of ~3, at 1.6x the instructions of the column loop). H200, qr_direct side by side:
-# 2 x 4096 19.05 -> 23.1 ms, 1 x 3000 10.6 -> 12.0 ms, 8 x 2048 9.64 -> 9.51 ms, and wrong (NaN)
-# at 60 x 1024, 50 x 700 and 20 x 1500, the shapes with 256-512 rows a program (213 registers).
+# 2 x 4096 19.05 -> 23.1 ms, 1 x 3000 10.6 -> 12.0 ms, 8 x 2048 9.64 -> 9.51 ms, and wrong
+# (finite wrong factors on 3-4 of 60 matrices) at 60 x 1024, 50 x 700 and 20 x 1500, the shapes
+# with 256-512 rows a program (213 registers); the race was not found.
 PERSIST_FIRST_ROWS = 0  # a panel in the upper half of the register range (more than REG_ELEMS / 2
 # padded elements: 513-1024 rows at NB = 32) takes the persistent panel when its programs would
 # hold at most this many rows (0: never). REG_ELEMS = 32768 won 60 x 1024, where the persistent
@@ -679,12 +680,12 @@ def _wy_strip(
     STRIPS_FIRST: tl.constexpr,
 ):  # fmt: skip
     """C -= V (T^T (V^T C)) on a strip of BN trailing columns of one matrix, C = H[k:,
-    c0:c0+nc] (grid (batch,
-    strips), or (strips, batch) with STRIPS_FIRST): the strip is read for W = T^T V^T C, then
-    read again (mostly from L2, it was just read) and written for C -= V W. Two passes over C
-    from memory instead of the three of _wy_w + _wy_update, one launch instead of two, and W
-    never leaves the program. STRIPS_FIRST launches the strips of a matrix one after another,
-    so they run at the same time and V (read twice by each) is fetched from memory once."""
+    c0:c0+nc] (grid (batch, strips), or (strips, batch) with STRIPS_FIRST): the strip is read
+    for W = T^T V^T C, then read again (mostly from L2, it was just read) and written for
+    C -= V W. Two passes over C from memory instead of the three of _wy_w + _wy_update, one
+    launch instead of two, and W never leaves the program. STRIPS_FIRST launches the strips of
+    a matrix one after another, so they run at the same time and V (read twice by each) is
+    fetched from memory once."""
     if STRIPS_FIRST:
         mat = tl.program_id(1).to(tl.int64)
         strip = tl.program_id(0)
@@ -1135,7 +1136,7 @@ def _streams(device: torch.device):
     """(panel stream, update stream) of a CUDA device, made once: the panels' at the highest
     priority, so the block scheduler starts a panel's programs before more update programs (a
     persistent panel's programs wait for each other at every column), the updates' at the
-    lowest."""
+    least, which on the H200 (range 0 to -5) is torch's default, 0."""
     if device not in _STREAMS:
         _STREAMS[device] = (
             torch.cuda.Stream(device, priority=-100),  # clamped to the device's range
@@ -1218,7 +1219,7 @@ def _factor_lookahead(h, tau, nb):
         rest_done = None
         if nxt < n:  # the rest of the update: beside the next panel, or before it
             with lanes.on("update" if beside else "panel"):
-                lanes.wait("update", ready if beside else None)
+                lanes.wait("update", ready)  # None on the panel lane: program order there
                 _apply_panel(h, v, t, k, kb, end=n, start=nxt)
                 rest_done = lanes.mark("update") if beside else None
         if i + 1 < len(panels) and not beside:
