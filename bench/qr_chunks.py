@@ -29,6 +29,20 @@ from benchlib import load_module, load_variant, time_calls  # noqa: E402
 from cockpit.harness.task import load_task  # noqa: E402
 
 
+def _spec(text: str) -> tuple[int, int]:
+    """BATCHxN, both positive: an argparse type (a bad one is a one-line usage error)."""
+    batch, _, n = text.partition("x")
+    if not (batch.isdigit() and n.isdigit() and int(batch) > 0 and int(n) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not BATCHxN (e.g. 640x512)")
+    return int(batch), int(n)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of matrices")
+    return int(text)
+
+
 def chunked(fn, size: int):
     def run(a: torch.Tensor):
         hs, taus = [], []
@@ -44,11 +58,13 @@ def chunked(fn, size: int):
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--seed", default="triton_fused", help="STEM or STEM:KEY=VALUE,...")
-    p.add_argument("--specs", nargs="+", default=["640x512"], help="BATCHxN, dense family")
-    p.add_argument("--chunks", nargs="+", type=int, default=[20, 40, 80, 160])
+    p.add_argument(
+        "--specs", nargs="+", type=_spec, default=[(640, 512)], help="BATCHxN, dense family"
+    )
+    p.add_argument("--chunks", nargs="+", type=_positive, default=[20, 40, 80, 160])
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--budget-s", type=float, default=0.5)
-    p.add_argument("--device", default="cuda")
+    p.add_argument("--device", default="cuda", help="cpu: a smoke test (set TRITON_INTERPRET=1)")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()
     task = load_task("qr")
@@ -56,8 +72,8 @@ def main() -> None:
     fn = load_variant(task.seeds_dir, args.seed).kernel
     rows = []
     print(f"{'spec':>10s} {'chunk':>6s} {'check':>6s} {'median ms':>10s} {'vs whole':>9s}")
-    for spec in args.specs:
-        batch, n = (int(v) for v in spec.split("x"))
+    for batch, n in args.specs:
+        spec = f"{batch}x{n}"
         params = {"batch": batch, "n": n, "family": "dense", "cond": 2}
         inputs = [ref.make_inputs(params, s, args.device)[0] for s in (11, 12)]
         whole = None

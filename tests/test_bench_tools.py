@@ -357,3 +357,9 @@ def test_qr_chunks_times_the_whole_batch_against_chunks_of_it_and_checks_each(tm
     assert [row["chunk"] for row in doc["rows"]] == [0, 2, 4]  # 6 is the whole batch
     assert all(row["ok"] and row["median_us"] > 0 for row in doc["rows"])
     assert "whole" in r.stdout and "vs whole" in r.stdout
+
+
+def test_qr_chunks_rejects_a_bad_spec_or_chunk_in_one_line():
+    for args, what in ((["--specs", "640"], "is not BATCHxN"), (["--chunks", "0"], "positive")):
+        r = run_tool("bench/qr_chunks.py", *args)
+        assert r.returncode == 2 and what in r.stderr and "Traceback" not in r.stderr
