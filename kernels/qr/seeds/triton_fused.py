@@ -109,6 +109,8 @@ TUNABLES = {
     "STRIPS_FIRST": [False, True],
     "STRIP_WARPS": [4, 8],
     "COL_UNROLL": [1, 2, 4],
+    "REG_SPLIT": [False, True],
+    "REG_STATS": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -143,6 +145,13 @@ REG_ELEMS = 32768  # padded panel (rows x NB) held in registers up to this many 
 # 60 x 1024 6.57 -> 5.69 ms: its 16 panels taller than 512 rows left the persistent panel (2
 # programs a matrix, ~4.5 us a column, most of it the grid barrier) for one program a matrix;
 # benchmark geomean 3.084 -> 2.983 ms, with STRIPS_FIRST 2.915 ms
+REG_SPLIT = False  # register panels of more than 16 columns in two levels (`_panel_reg2`): each
+# half's column loop works on half the columns, the left half's block reflector reaches the right
+# half through three tl.dot. Unmeasured
+REG_STATS = False  # ... their column step with one reduction over rows (x^T A and the pivot row, as
+# the persistent panel) instead of three. Unmeasured
+REG_SPLIT_KC = 32  # rows per chunk of those dots (a dot over all rows spills: each warp would
+# hold a whole 16 x MB operand)
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
@@ -320,6 +329,141 @@ def _panel_reg(
     tl.store(vptr, vblock, mask=inb)
     tptr = (T + mats * (kb * kb))[:, None, None] + (ti * kb + c3)
     tl.store(tptr, t, mask=mok & (ti < kb) & (c3 < kb))
+
+
+@triton.jit
+def _reg_cols(
+    a, t, tauv, rinvv, diagv, off, ncols, r2, c2, r3, c3, COL_UNROLL: tl.constexpr,
+    STATS: tl.constexpr,
+):  # fmt: skip
+    """`_panel_reg`'s column loop on a [MPP, MB, NBH] block whose local column c sits on the
+    diagonal at row off + c: reflectors of its first ncols columns (T within the block)."""
+    for j0 in range(0, ncols, COL_UNROLL):
+        for u in tl.static_range(COL_UNROLL):
+            jj = j0 + u  # local column
+            j = off + jj  # its diagonal row
+            atr = r2 == j
+            colj = tl.reduce(tl.where(c3 == jj, a, 0.0), 2, _add)
+            x = tl.where(r2 > j, colj, 0.0)
+            if STATS:  # one reduction over rows: s = x^T A and the pivot row
+                # (joined as a last axis of 2: one reduction; the interpreter sums it with numpy)
+                s, arow = tl.split(
+                    tl.reduce(tl.join(a * x[:, :, None], tl.where(r3 == j, a, 0.0)), 1, _add)
+                )
+                alpha, xx = tl.split(
+                    tl.reduce(tl.join(tl.where(c2 == jj, arow, 0.0), tl.where(c2 == jj, s, 0.0)), 1, _add)
+                )
+            else:
+                alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)
+                xx = tl.reduce(x * x, 1, _add)
+            refl = xx > 0
+            hyp = tl.sqrt_rn(alpha * alpha + xx)
+            beta = tl.where(alpha >= 0, -hyp, hyp)
+            denom = tl.where(refl, alpha - beta, 1.0)
+            tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+            diag = tl.where(refl, beta, alpha)
+            rinv = tl.div_rn(tl.full(denom.shape, 1.0, tl.float32), denom)
+            v = tl.where(atr, 1.0, x * rinv[:, None])
+            if STATS:
+                wg = arow + s * rinv[:, None]
+            else:
+                wg = tl.reduce(a * v[:, :, None], 1, _add)
+            w = tl.where(c2 > jj, wg, 0.0)
+            a = a - (tau[:, None] * v)[:, :, None] * w[:, None, :]
+            atc = c2 == jj
+            tauv = tl.where(atc, tau[:, None], tauv)
+            rinvv = tl.where(c3 == jj, rinv[:, None, None], rinvv)
+            diagv = tl.where(c3 == jj, diag[:, None, None], diagv)
+            tg = tl.reduce(t * tl.where(c3 < jj, wg[:, None, :] * rinvv, 0.0), 2, _add)
+            tcol = tl.where(c2 < jj, -tau[:, None] * tg, tl.where(atc, tau[:, None], 0.0))
+            t = tl.where(c3 == jj, tcol[:, :, None], t)
+    return a, t, tauv, rinvv, diagv
+
+
+@triton.jit
+def _chunk_t_dot(x, y, MPP: tl.constexpr, MB: tl.constexpr, NBH: tl.constexpr,
+                 KC: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+    """x^T y of two [MPP, MB, NBH] blocks as [MPP, NBH, NBH]: MB / KC batched dots over KC rows,
+    then summed (one dot over all MB rows would hold a whole operand in each warp's registers)."""
+    nc: tl.constexpr = MB // KC
+    xc = tl.permute(tl.reshape(x, [MPP * nc, KC, NBH]), (0, 2, 1))
+    yc = tl.reshape(y, [MPP * nc, KC, NBH])
+    p = tl.reshape(tl.dot(xc, yc, input_precision=PREC), [MPP, nc, NBH, NBH])
+    return tl.reduce(p, 1, _add)
+
+
+@triton.jit
+def _chunk_dot(x, w, MPP: tl.constexpr, MB: tl.constexpr, NBH: tl.constexpr,
+               KC: tl.constexpr, PREC: tl.constexpr):  # fmt: skip
+    """x w of a [MPP, MB, NBH] block and [MPP, NBH, NBH] as [MPP, MB, NBH], in row chunks."""
+    nc: tl.constexpr = MB // KC
+    xc = tl.reshape(x, [MPP * nc, KC, NBH])
+    wc = tl.reshape(tl.broadcast_to(w[:, None, :, :], [MPP, nc, NBH, NBH]), [MPP * nc, NBH, NBH])
+    return tl.reshape(tl.dot(xc, wc, input_precision=PREC), [MPP, MB, NBH])
+
+
+@triton.jit
+def _panel_reg2(
+    H, V, T, TAU, batch, n, m, kb, k, v_bs,
+    MPP: tl.constexpr, MB: tl.constexpr, NBH: tl.constexpr, COL_UNROLL: tl.constexpr,
+    KC: tl.constexpr, PREC: tl.constexpr, STATS: tl.constexpr,
+):  # fmt: skip
+    """`_panel_reg` in two levels: the panel's left NBH columns are factored in registers,
+    their block reflector (I - V1 T1 V1^T)^T is applied to the right NBH columns with tl.dot
+    (in row chunks of KC), then the right half is factored; T = [[T1, -T1 (V1^T V2) T2], [0,
+    T2]]. Every column step works on NBH columns instead of 2 NBH (the loop is issue-bound).
+    kb <= 2 NBH; KC divides MB."""
+    mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
+    mok = (mats < batch)[:, None, None]
+    rows = tl.arange(0, MB)
+    cols = tl.arange(0, NBH)
+    r2 = rows[None, :]
+    c2 = cols[None, :]
+    r3 = rows[None, :, None]
+    c3 = cols[None, None, :]
+    ti = cols[None, :, None]
+    rok = mok & (r3 < m)
+    okl = rok & (c3 < kb)
+    okr = rok & (c3 + NBH < kb)
+    hptr = (H + (mats * n * n + (k * n + k)))[:, None, None] + (r3 * n + c3)
+    a1 = tl.load(hptr, mask=okl, other=0.0)
+    a2 = tl.load(hptr + NBH, mask=okr, other=0.0)
+    zt = tl.zeros([MPP, NBH, NBH], tl.float32)
+    zv = tl.zeros([MPP, NBH], tl.float32)
+    zr = tl.zeros([MPP, 1, NBH], tl.float32)
+    a1, t1, tau1, rinv1, diag1 = _reg_cols(
+        a1, zt, zv, zr, zr, 0, tl.minimum(kb, NBH), r2, c2, r3, c3, COL_UNROLL, STATS
+    )
+    v1 = tl.where(r3 > c3, a1 * rinv1, tl.where(r3 == c3, 1.0, 0.0))
+    y = _chunk_t_dot(v1, a2, MPP, MB, NBH, KC, PREC)  # V1^T A2
+    y = tl.dot(tl.permute(t1, (0, 2, 1)), y, input_precision=PREC)  # T1^T V1^T A2
+    # through memory (L2) and back: a2 would leave the dot in its MMA layout, which the compiler
+    # may carry into the column loop
+    tl.store(hptr + NBH, a2 - _chunk_dot(v1, y, MPP, MB, NBH, KC, PREC), mask=okr)
+    tl.debug_barrier()
+    a2 = tl.load(hptr + NBH, mask=okr, other=0.0)
+    a2, t2, tau2, rinv2, diag2 = _reg_cols(
+        a2, zt, zv, zr, zr, NBH, kb - NBH, r2, c2, r3, c3, COL_UNROLL, STATS
+    )
+    v2 = tl.where(r3 > c3 + NBH, a2 * rinv2, tl.where(r3 == c3 + NBH, 1.0, 0.0))
+    t12 = tl.dot(t1, _chunk_t_dot(v1, v2, MPP, MB, NBH, KC, PREC), input_precision=PREC)
+    t12 = -tl.dot(t12, t2, input_precision=PREC)
+    a1 = tl.where(r3 > c3, v1, tl.where(r3 == c3, diag1, a1))
+    a2 = tl.where(r3 > c3 + NBH, v2, tl.where(r3 == c3 + NBH, diag2, a2))
+    tl.store(hptr, a1, mask=okl)
+    tl.store(hptr + NBH, a2, mask=okr)
+    tok = (mats < batch)[:, None]
+    tl.store(TAU + mats[:, None] * n + k + c2, tau1, mask=tok & (c2 < kb))
+    tl.store(TAU + mats[:, None] * n + k + NBH + c2, tau2, mask=tok & (c2 + NBH < kb))
+    vptr = (V + mats * v_bs)[:, None, None] + (r3 * kb + c3)
+    tl.store(vptr, v1, mask=okl)
+    tl.store(vptr + NBH, v2, mask=okr)
+    tptr = (T + mats * (kb * kb))[:, None, None] + (ti * kb + c3)
+    ri = ti < kb
+    tl.store(tptr, t1, mask=mok & ri & (c3 < kb))
+    tl.store(tptr + NBH, t12, mask=mok & ri & (c3 + NBH < kb))
+    tl.store(tptr + NBH * kb, zt, mask=mok & (ti + NBH < kb) & (c3 < kb))
+    tl.store(tptr + NBH * kb + NBH, t2, mask=mok & (ti + NBH < kb) & (c3 + NBH < kb))
 
 
 @triton.jit
@@ -932,6 +1076,13 @@ def _factor_panel(h, tau, v, t, k, kb):
     elif mb * nbp <= REG_ELEMS:
         mpp = _per_program(batch, mb * nbp, h.is_cuda)
         grid = (triton.cdiv(batch, mpp),)
+        if REG_SPLIT and nbp >= 32:
+            _panel_reg2[grid](
+                h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBH=nbp // 2,
+                COL_UNROLL=COL_UNROLL, KC=REG_SPLIT_KC, PREC=DOT_PRECISION if h.is_cuda else "ieee", STATS=REG_STATS,
+                num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
+            )  # fmt: skip
+            return
         _panel_reg[grid](
             h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
             num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
