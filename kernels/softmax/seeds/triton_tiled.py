@@ -43,6 +43,7 @@ TUNABLES = {
     "PERSIST": [0, 2, 4, 8],
     "WHOLE_ROW_BYTES": [0, 65536, 131072],
     "SHORT_ROW_TILE": [0, 512, 1024, 2048],
+    "ROW_SPLIT": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -70,6 +71,11 @@ WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this m
 # would be 43). H200 (session 9, bench/direct.py side by side): 2048 x 65536 bf16 224.0 ->
 # 178.8 us (56.4% -> 70.7% of the copy roofline); the other benchmark shapes within 0.3%.
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
+ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
+# launch, each row over several co-resident programs that meet at a barrier to combine their
+# chunks' statistics (`_softmax_row_split`), instead of two launches that read x twice.
+# Unmeasured
+SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
 # aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
@@ -183,6 +189,53 @@ def _softmax_whole_row(
     tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _softmax_row_split(
+    x_ptr, y_ptr, st_ptr, cnt_ptr, cols, stride_x, stride_y, nsplit, spin_max,
+    BC: tl.constexpr, PP: tl.constexpr, AL: tl.constexpr,
+):  # fmt: skip
+    """Row program_id(0) over nsplit co-resident programs in ONE launch (ROW_SPLIT): program p
+    keeps columns [p * BC, (p + 1) * BC) in registers, publishes its chunk's max and sum of exp,
+    meets the row's other programs at a barrier (a counter, release / acquire, at most spin_max
+    polls: a program that gave up writes NaN, never a plausible wrong row), combines the
+    statistics in the same order as every other program of the row, and writes its chunk. The
+    last program out zeroes the row's counters for the next call. One read of x."""
+    if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
+    row = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1)
+    c = p * BC + tl.arange(0, BC)
+    mask = c < cols
+    xr = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
+    m = tl.max(xr.to(tl.float32), axis=0)
+    s = tl.sum(tl.exp(xr.to(tl.float32) - m), axis=0)  # every chunk holds a column: m finite
+    sb = st_ptr + row * (2 * PP)
+    tl.store(sb + p, m)
+    tl.store(sb + PP + p, s)
+    tl.debug_barrier()
+    cnt = cnt_ptr + row * 2
+    tl.atomic_add(cnt, 1, sem="release", scope="gpu")
+    spins = 0
+    while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < nsplit) & (spins < spin_max):
+        spins += 1
+    tl.debug_barrier()
+    k = tl.arange(0, PP)
+    # .cg: from L2, never a stale L1 line (other SMs wrote these)
+    mc = tl.load(sb + k, mask=k < nsplit, other=-float("inf"), cache_modifier=".cg")
+    sc = tl.load(sb + PP + k, mask=k < nsplit, other=0.0, cache_modifier=".cg")
+    big = tl.max(mc, axis=0)
+    total = tl.sum(tl.where(k < nsplit, sc * tl.exp(mc - big), 0.0), axis=0)
+    total = tl.where(spins >= spin_max, float("nan"), total)
+    # exp again from the registers, written as in _softmax_whole_row (no float32 copy kept)
+    y = tl.exp2(xr.to(tl.float32) * 1.4426950408889634 - big * 1.4426950408889634) * (1.0 / total)
+    tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+    if tl.atomic_add(cnt + 1, 1, sem="acq_rel", scope="gpu") == nsplit - 1:
+        tl.atomic_xchg(cnt, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(cnt + 1, 0, sem="relaxed", scope="gpu")
+
+
 def _align(cols: int, *tensors: torch.Tensor) -> int:
     """AL: the widest vector, in elements (at most 16 bytes), that every row of every tensor
     starts on: the largest power of two dividing cols, each row stride and each data pointer.
@@ -229,6 +282,43 @@ def _programs(ntiles: int, device: torch.device) -> int:
     return min(ntiles, PERSIST * _sm_count(device))
 
 
+_COUNTERS: dict = {}
+
+
+def _row_split(rows: int, cols: int, x: torch.Tensor) -> tuple[int, int] | None:
+    """(BC, nsplit) of the one-launch split path (ROW_SPLIT), or None: each row over nsplit >= 2
+    programs of BC (a power of two) columns, every program of the launch on its own SM (rows *
+    nsplit <= SMs, so all are resident at once on an idle GPU) and a chunk in registers (BC *
+    itemsize <= WHOLE_ROW_BYTES). The CPU interpreter runs programs one after another: never."""
+    sms = _sm_count(x.device)
+    if not ROW_SPLIT or x.device.type != "cuda" or sms // rows < 2:
+        return None
+    bc = triton.next_power_of_2(triton.cdiv(cols, sms // rows))
+    if bc * x.element_size() > WHOLE_ROW_BYTES:
+        return None
+    return bc, triton.cdiv(cols, bc)
+
+
+def _counters(rows: int, device: torch.device) -> torch.Tensor:
+    """Two int32 counters per row for `_softmax_row_split`, zero between calls (its last
+    program resets them), one buffer per (device, stream): calls on one stream never overlap."""
+    key = (device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < 2 * rows:
+        buf = _COUNTERS[key] = torch.zeros(max(2 * rows, 256), dtype=torch.int32, device=device)
+    return buf
+
+
+def _split_rows(x, y, rows, cols, al, bc, nsplit, spin_max=None):
+    pp = max(2, triton.next_power_of_2(nsplit))
+    st = torch.empty(rows * 2 * pp, dtype=torch.float32, device=x.device)
+    _softmax_row_split[(rows, nsplit)](
+        x, y, st, _counters(rows, x.device), cols, x.stride(0), y.stride(0), nsplit,
+        SPIN_MAX if spin_max is None else spin_max, BC=bc, PP=pp, AL=al,
+        num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
+    )  # fmt: skip
+
+
 def _whole_row(rows: int, bc: int, x: torch.Tensor) -> bool:
     """A row past SINGLE_MAX in one program (WHOLE_ROW_BYTES): it fits, and rows fill the SMs."""
     return bc * x.element_size() <= WHOLE_ROW_BYTES and rows >= _sm_count(x.device)
@@ -256,6 +346,9 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
             x, y, cols, x.stride(0), y.stride(0), BC=bc, AL=al,
             num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
         )  # fmt: skip
+        return y
+    if split := _row_split(rows, cols, x):
+        _split_rows(x, y, rows, cols, al, *split)
         return y
     nchunks = triton.cdiv(cols, CHUNK)
     m = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
