@@ -484,21 +484,24 @@ def test_the_split_w_takes_enough_row_ranges_to_fill_the_gpu(monkeypatch):
 
 
 def test_persist_first_rows_sends_only_panels_of_small_persistent_programs_there(monkeypatch):
-    """PERSIST_FIRST_ROWS (off by default): a panel of 513-1024 rows, which fits one program's
-    registers, takes the persistent panel instead when that spreads it over programs of at most
-    so many rows (batch 1-8 on an H200's 132 SMs), and keeps the register panel where they would
-    be bigger (60 x 1024: 512 rows) or where the panel is in the lower half of the register
-    range (<= 512 rows: the register panel is faster there)."""
+    """PERSIST_FIRST_ROWS (on: 128, batch 1 only): a panel of 513-1024 rows, which fits one
+    program's registers, takes the persistent panel instead when that spreads it over programs of
+    at most so many rows, and keeps the register panel where they would be bigger (60 x 1024: 512
+    rows), where the batch is past PERSIST_FIRST_MAX_BATCH (8 x 1500 lost 5% on the H200) or
+    where the panel is in the lower half of the register range (<= 512 rows)."""
     module = SEEDS["fused"]
     gpu = torch.device("cuda", 0)
     monkeypatch.setitem(module._SMS, gpu, 132)  # no CUDA call: the cached SM count
     plan = module._persist_plan
-    assert plan(1, 700, 32, gpu) is None  # off: 700 rows fit the registers
-    assert plan(2, 4096, 32, gpu) == (64, 64)  # too tall for registers: as _persist_shape
-    monkeypatch.setattr(module, "PERSIST_FIRST_ROWS", 128)
+    assert module.PERSIST_FIRST_ROWS == 128 and module.PERSIST_FIRST_MAX_BATCH == 1
     assert plan(1, 700, 32, gpu) == (11, 64)
-    assert plan(8, 1024, 32, gpu) == (16, 64)
     assert plan(1, 3000, 32, gpu) == (47, 64)
+    assert plan(2, 1024, 32, gpu) is None  # batch 2: the register panel
+    assert plan(2, 4096, 32, gpu) == (64, 64)  # too tall for registers: as _persist_shape
+    monkeypatch.setattr(module, "PERSIST_FIRST_MAX_BATCH", 8)
+    assert plan(8, 1024, 32, gpu) == (16, 64)
     assert plan(60, 1024, 32, gpu) is None  # 2 programs of 512 rows: the register panel
     assert plan(1, 512, 32, gpu) is None and plan(1, 300, 32, gpu) is None  # lower half
     assert plan(1, 700, 32, torch.device("cpu")) is None  # the interpreter: registers
+    monkeypatch.setattr(module, "PERSIST_FIRST_ROWS", 0)
+    assert plan(1, 700, 32, gpu) is None  # off: 700 rows fit the registers

@@ -105,6 +105,7 @@ TUNABLES = {
     "WY_KSPLIT": [1, 0, 4],
     "LOOKAHEAD": [True, False],
     "PERSIST_FIRST_ROWS": [0, 64, 128],
+    "ELEMS_PER_THREAD": [16, 32, 64],
     "LOOKAHEAD_PERSIST": [True, False],
     "STRIPS_FIRST": [False, True],
     "STRIP_WARPS": [4, 8],
@@ -147,14 +148,23 @@ REG_ELEMS = 32768  # padded panel (rows x NB) held in registers up to this many 
 # benchmark geomean 3.084 -> 2.983 ms, with STRIPS_FIRST 2.915 ms
 REG_SPLIT = False  # register panels of more than 16 columns in two levels (`_panel_reg2`): each
 # half's column loop works on half the columns, the left half's block reflector reaches the right
-# half through three tl.dot. Unmeasured
+# half through three tl.dot. Slower on the H200 (session 11, qr_direct side by side): 640 x 512
+# 7.93 -> 8.55 ms, 60 x 1024 4.92 -> 5.24; the profile's panel kernel time 4.03 -> 4.67 ms and
+# 2.50 -> 3.02 ms, although the sm_90 SASS issues 14% fewer instructions per panel: the three
+# dots (layout changes through shared memory, 64 KB) and the trip through L2 cost more than the
+# half-width column steps save
 REG_STATS = False  # ... their column step with one reduction over rows (x^T A and the pivot row, as
-# the persistent panel) instead of three. Unmeasured
+# the persistent panel) instead of three (sm_90: 5 barriers a column instead of 9, as many
+# instructions). Slower still (session 11): 640 x 512 8.72 ms, 60 x 1024 5.33
 REG_SPLIT_KC = 32  # rows per chunk of those dots (a dot over all rows spills: each warp would
 # hold a whole 16 x MB operand)
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
-ELEMS_PER_THREAD = 16  # register-tile elements per thread in the panel kernels
+ELEMS_PER_THREAD = 32  # register-tile elements per thread in the panel kernels (sets their warps:
+# 8 for a 512 x 32 panel). H200 (session 11, qr_direct side by side, against 16): 640 x 512 7.96
+# -> 7.64 ms, 40 x 352 0.590 -> 0.571, the rest 1% faster; benchmark geomean 2.781 -> 2.722 ms.
+# sm_90 SASS of the 512 x 32 loop: 2,526 instructions per 4 columns at 8 warps (88 B of stack)
+# against 1,702 at 16: 26% fewer issued in all
 COL_UNROLL = 4  # column steps of the register kernels (`_panel_reg`, `_qr_fused`) unrolled by
 # this much (a step past the last column is a no-op: its column is zero). Unrolled, the column
 # index inside a thread's registers is known when compiled, so picking column j out of them
@@ -185,13 +195,15 @@ PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_pers
 # 2 x 4096 19.05 -> 23.1 ms, 1 x 3000 10.6 -> 12.0 ms, 8 x 2048 9.64 -> 9.51 ms, and wrong
 # (finite wrong factors on 3-4 of 60 matrices) at 60 x 1024, 50 x 700 and 20 x 1500, the shapes
 # with 256-512 rows a program (213 registers); the race was not found.
-PERSIST_FIRST_ROWS = 0  # a panel in the upper half of the register range (more than REG_ELEMS / 2
-# padded elements: 513-1024 rows at NB = 32) takes the persistent panel when its programs would
-# hold at most this many rows (0: never). REG_ELEMS = 32768 won 60 x 1024, where the persistent
-# programs hold 512 rows (~4.5 us a column), but batch 1 at n = 700-3000 lost 3-7% in session
-# 10's final (1 x 700 1.61 -> 1.72 ms, 1 x 3000 10.60 -> 10.92): there 64-row persistent
-# programs (~2.7 us a column) gave way to one 1024-row register program. 128 would restore batch
-# 1-8 and keep 60 x 1024. Unmeasured (session 10 had no device time left)
+PERSIST_FIRST_ROWS = 128  # a panel in the upper half of the register range (more than REG_ELEMS /
+# 2 padded elements: 513-1024 rows at NB = 32) takes the persistent panel when its programs would
+# hold at most this many rows and the batch is at most PERSIST_FIRST_MAX_BATCH (0: never). With
+# REG_ELEMS = 32768 batch 1 at n = 700-3000 lost 3-7% (session 10's final): 64-row persistent
+# programs (~2.7 us a column) gave way to one 1024-row register program. H200 (session 11,
+# qr_direct side by side, 128 against 0, any batch): 1 x 700 1.70 -> 1.57 ms, 1 x 1500 4.50 ->
+# 4.20, 1 x 3000 10.9 -> 10.5, 2 x 3000 12.29 -> 12.11, but 8 x 1500 5.57 -> 5.87, 20 x 1500
+# 8.65 -> 9.11, 8 x 2048 8.88 -> 9.58, 2 x 4096 18.72 -> 18.91
+PERSIST_FIRST_MAX_BATCH = 1
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -956,7 +968,12 @@ def _persist_plan(batch: int, m: int, nbp: int, device: torch.device) -> tuple[i
     mb = max(2, triton.next_power_of_2(m))
     if mb * nbp > REG_ELEMS:
         return _persist_shape(batch, m, nbp, device)
-    if not PERSIST_FIRST_ROWS or 2 * mb * nbp <= REG_ELEMS or device.type != "cuda":
+    if (
+        not PERSIST_FIRST_ROWS
+        or batch > PERSIST_FIRST_MAX_BATCH
+        or 2 * mb * nbp <= REG_ELEMS
+        or device.type != "cuda"
+    ):
         return None
     shape = _persist_shape(batch, m, nbp, device, fits=False)
     return shape if shape is not None and shape[1] <= PERSIST_FIRST_ROWS else None

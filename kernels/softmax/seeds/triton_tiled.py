@@ -75,6 +75,7 @@ ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x
 # launch, each row over several co-resident programs that meet at a barrier to combine their
 # chunks' statistics (`_softmax_row_split`), instead of two launches that read x twice.
 # Unmeasured
+ROW_SPLIT_PER_SM = 1  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
@@ -287,13 +288,13 @@ _COUNTERS: dict = {}
 
 def _row_split(rows: int, cols: int, x: torch.Tensor) -> tuple[int, int] | None:
     """(BC, nsplit) of the one-launch split path (ROW_SPLIT), or None: each row over nsplit >= 2
-    programs of BC (a power of two) columns, every program of the launch on its own SM (rows *
-    nsplit <= SMs, so all are resident at once on an idle GPU) and a chunk in registers (BC *
+    programs of BC (a power of two) columns, at most ROW_SPLIT_PER_SM programs an SM (rows *
+    nsplit <= that many per SM, all resident at once on an idle GPU) and a chunk in registers (BC *
     itemsize <= WHOLE_ROW_BYTES). The CPU interpreter runs programs one after another: never."""
-    sms = _sm_count(x.device)
-    if not ROW_SPLIT or x.device.type != "cuda" or sms // rows < 2:
+    slots = ROW_SPLIT_PER_SM * _sm_count(x.device)
+    if not ROW_SPLIT or x.device.type != "cuda" or slots // rows < 2:
         return None
-    bc = triton.next_power_of_2(triton.cdiv(cols, sms // rows))
+    bc = triton.next_power_of_2(triton.cdiv(cols, slots // rows))
     if bc * x.element_size() > WHOLE_ROW_BYTES:
         return None
     return bc, triton.cdiv(cols, bc)
