@@ -73,9 +73,10 @@ WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this m
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
 # launch, each row over several co-resident programs that meet at a barrier to combine their
-# chunks' statistics (`_softmax_row_split`), instead of two launches that read x twice.
-# Unmeasured
-ROW_SPLIT_PER_SM = 1  # programs an SM that launch assumes resident at once
+# chunks' statistics (`_softmax_row_split`), instead of two launches that read x twice. Off: no
+# faster on the H200 (session 11, bench/direct.py side by side, 17 x 131073 bf16): 11.8 us
+# against 11.8 at ROW_SPLIT_PER_SM = 4, 12.2 at 8, 14.0 against 11.9 at 1 (rmsnorm gained)
+ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
