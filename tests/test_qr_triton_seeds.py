@@ -97,6 +97,14 @@ PATHS = {
     # in steps past the last column, which must change nothing
     "fused-unrolled": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "COL_UNROLL": 3}),
     "fused-tsqr": ("fused", TSQR),
+    # two-level register panels (REG_SPLIT, off): 32-column panels as two 16-column halves, the
+    # left's block reflector applied to the right with chunked tl.dot (NB = 24: a right half of
+    # 8 columns, kb < 2 NBH), and their column step with one reduction over rows (REG_STATS)
+    "fused-reg-halves": ("fused", {"REG_SPLIT": True, "SMALL_NB": 0}),
+    "fused-reg-halves-stats-ragged": (
+        "fused",
+        {"REG_SPLIT": True, "REG_STATS": True, "SMALL_NB": 0, "NB": 24, "REG_SPLIT_KC": 16},
+    ),
     # one launch per tall panel (PERSIST_PANEL); in the interpreter one program per matrix
     "fused-persist": ("fused", {**SPLIT, "FUSED_MAX_N": 4, "PERSIST_PANEL": True}),
     # two-level blocking: 24-column blocks of three 8-wide panels, one trailing update per block
@@ -505,3 +513,15 @@ def test_persist_first_rows_sends_only_panels_of_small_persistent_programs_there
     assert plan(1, 700, 32, torch.device("cpu")) is None  # the interpreter: registers
     monkeypatch.setattr(module, "PERSIST_FIRST_ROWS", 0)
     assert plan(1, 700, 32, gpu) is None  # off: 700 rows fit the registers
+
+
+def test_reg_split_takes_the_two_level_register_panel(monkeypatch):
+    """REG_SPLIT: every 17-32-column register panel goes to `_panel_reg2` (the one-level kernel
+    is never launched) and the factors still pass the checker; 16-column panels keep
+    `_panel_reg`, which the two-level kernel cannot halve."""
+    module = SEEDS["fused"]
+    monkeypatch.setattr(module, "_panel_reg", None)  # any launch of it would fail
+    a = every_family(70)
+    assert_passes(a, run("fused", a, monkeypatch, REG_SPLIT=True, SMALL_NB=0), "REG_SPLIT n=70")
+    with pytest.raises(TypeError):
+        run("fused", a, monkeypatch, REG_SPLIT=True, SMALL_NB=16)

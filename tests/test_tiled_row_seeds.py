@@ -201,3 +201,71 @@ def test_inputs_that_start_off_a_vector_boundary_are_still_right(task, offset):
     out = SEEDS[task].kernel(moved, *inputs[1:])
     ok, metrics = default_check(t, ref, tuple(inputs), [out])
     assert ok, metrics.get("message")
+
+
+def _split_launch(task: str, x: torch.Tensor, y: torch.Tensor, bc: int, nsplit: int, **kw):
+    module, (rows, cols) = SEEDS[task], x.shape
+    al = module._align(cols, x, y)
+    if task == "rmsnorm":
+        w = REFS[task].make_inputs({"rows": rows, "cols": cols, "dtype": "float32"}, 5, "cpu")[1]
+        module._split_rows(x, w.to(x.dtype), y, rows, cols, al, bc, nsplit, **kw)
+        return (x, w.to(x.dtype))
+    module._split_rows(x, y, rows, cols, al, bc, nsplit, **kw)
+    return (x,)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_one_launch_split_row_matches_and_leaves_its_counters_at_zero(task, dtype):
+    """ROW_SPLIT's kernel with one program a row (the interpreter runs programs one after
+    another, so a row over several would wait at its barrier forever): the judge's check, and
+    the row counters are back at zero for the next call."""
+    t, ref = TASKS[task], REFS[task]
+    inputs = ref.make_inputs({"rows": 3, "cols": 1000, "dtype": dtype}, 3, "cpu")
+    y = torch.empty_like(inputs[0])
+    used = _split_launch(task, inputs[0], y, 1024, 1)
+    ok, metrics = default_check(t, ref, used, [y])
+    assert ok, metrics.get("message")
+    assert not SEEDS[task]._counters(3, torch.device("cpu")).any()
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_a_split_row_program_that_gives_up_at_the_barrier_writes_nan(task):
+    """Two programs a row in the interpreter: the first polls spin_max times, gives up and writes
+    NaN for its chunk (never a plausible wrong row); the second then finds both chunks'
+    statistics and writes its chunk right; the last one out zeroes the counters."""
+    ref = REFS[task]
+    inputs = ref.make_inputs({"rows": 3, "cols": 1000, "dtype": "float32"}, 3, "cpu")
+    y = torch.empty_like(inputs[0])
+    used = _split_launch(task, inputs[0], y, 512, 2, spin_max=3)
+    assert torch.isnan(y[:, :512]).all()
+    expect = ref.reference(*used).double()
+    assert torch.allclose(y[:, 512:].double(), expect[:, 512:], atol=1e-5, rtol=1e-4)
+    assert not SEEDS[task]._counters(3, torch.device("cpu")).any()
+
+
+def test_the_one_launch_split_takes_few_long_rows_that_fit_the_sms(monkeypatch):
+    """ROW_SPLIT's plan on an H200 (132 SMs): 17 x 131073 over 17 programs of 8192 columns at 4
+    programs an SM, 5 of 32768 at 1; not when rows leave fewer than 2 programs each, a chunk
+    would not fit the registers, on the CPU, or off."""
+    gpu = torch.device("cuda", 0)
+
+    class OnGpu:
+        def __init__(self, itemsize):
+            self.device, self._itemsize = gpu, itemsize
+
+        def element_size(self):
+            return self._itemsize
+
+    for module in SEEDS.values():
+        monkeypatch.setitem(module._SMS, gpu, 132)
+        monkeypatch.setattr(module, "ROW_SPLIT", True)
+        monkeypatch.setattr(module, "ROW_SPLIT_PER_SM", 4)
+        assert module._row_split(17, 131073, OnGpu(2)) == (8192, 17)
+        assert module._row_split(300, 131073, OnGpu(2)) is None  # 528 slots: 1 a row
+        monkeypatch.setattr(module, "ROW_SPLIT_PER_SM", 1)
+        assert module._row_split(17, 131073, OnGpu(4)) == (32768, 5)
+        assert module._row_split(40, 131073, OnGpu(4)) is None  # 65536 f32 chunks: too big
+        assert module._row_split(17, 131073, torch.empty(0)) is None  # the interpreter
+        monkeypatch.setattr(module, "ROW_SPLIT", False)
+        assert module._row_split(17, 131073, OnGpu(2)) is None

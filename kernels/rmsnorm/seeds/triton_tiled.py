@@ -65,12 +65,14 @@ WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this m
 # split path reads x twice. H200 (session 9, bench/direct.py side by side): 217.5 -> 163.9 us
 # (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%.
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
-ROW_SPLIT = True  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
+ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
 # launch, each row over several co-resident programs that meet at a barrier to add their
 # chunks' sums of squares (`_rmsnorm_row_split`), instead of two launches that read x twice.
-# H200 (session 11, bench/direct.py side by side, against the two launches): 17 x 131073 f32
+# Off: H200 (session 11), bench/direct.py side by side against the two launches: 17 x 131073 f32
 # 15.5 -> 13.9 us, bf16 13.8 -> 11.6 at ROW_SPLIT_PER_SM = 4 (17 programs a row of 8192
-# columns); at 1 a SM (5 programs a row of 32768) it was slower, 14.7 -> 17.3 and 12.8 -> 15.5
+# columns), slower at 1 a SM (14.7 -> 17.3, 12.8 -> 15.5); but in the harness's --final, on,
+# f32 took 34.3 us (median; p90 66) against session 10's 15.5 and bf16 11.8 against 13.7, in a
+# run whose untouched tiny shapes were noisy too (1 x 1 bf16 p90 32 us). Not settled
 ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
