@@ -107,6 +107,7 @@ TUNABLES = {
     "PERSIST_FIRST_ROWS": [0, 64, 128],
     "ELEMS_PER_THREAD": [16, 32, 64],
     "WIDE_ELEMS_PER_THREAD": [32, 64],
+    "PERSIST_ELEMS_PER_THREAD": [0, 64],
     "LOOKAHEAD_PERSIST": [True, False],
     "STRIPS_FIRST": [False, True],
     "STRIP_WARPS": [4, 8],
@@ -211,6 +212,9 @@ PERSIST_FIRST_ROWS = 128  # a panel in the upper half of the register range (mor
 # 4.20, 1 x 3000 10.9 -> 10.5, 2 x 3000 12.29 -> 12.11, but 8 x 1500 5.57 -> 5.87, 20 x 1500
 # 8.65 -> 9.11, 8 x 2048 8.88 -> 9.58, 2 x 4096 18.72 -> 18.91
 PERSIST_FIRST_MAX_BATCH = 1
+PERSIST_ELEMS_PER_THREAD = 0  # elements per thread of a persistent program (0: ELEMS_PER_THREAD).
+# Unmeasured alone: ELEMS_PER_THREAD = 64 everywhere made 2 x 4096 18.70 -> 17.85 ms and 20 x
+# 1500 9.00 -> 8.18, 8 x 1500 5.40 -> 5.92 (session 11)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -1000,7 +1004,7 @@ def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
     _panel_persist[(batch, nsplit)](
         h, v, t, tau, s, cnt, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
         RB=rb, NBP=nbp, PP=pp,
-        num_warps=_warps(rb * nbp, ELEMS_PER_THREAD),
+        num_warps=_warps(rb * nbp, PERSIST_ELEMS_PER_THREAD or ELEMS_PER_THREAD),
     )  # fmt: skip
 
 
