@@ -31,6 +31,19 @@ SEEDS = {
 SHAPES = [(1, 1), (3, 17), (5, 33), (17, 333), (2, 100), (9, 64), (1, 257)]
 
 
+GPU = torch.device("cuda", 0)
+
+
+class OnGpu:
+    """The dtype and device the launch planners read, without a CUDA tensor."""
+
+    def __init__(self, itemsize: int):
+        self.device, self._itemsize = GPU, itemsize
+
+    def element_size(self) -> int:
+        return self._itemsize
+
+
 def run_and_check(task: str, rows: int, cols: int, dtype: str, seed: int = 3) -> None:
     t, ref = TASKS[task], REFS[task]
     inputs = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, seed, "cpu")
@@ -110,16 +123,8 @@ def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
     row, on by default) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the
     split path."""
-    gpu = torch.device("cuda", 0)
+    gpu = GPU
     x = torch.empty(0, dtype=torch.bfloat16)
-
-    class OnGpu:  # the dtype and device `_whole_row` reads, without a CUDA tensor
-        def __init__(self, itemsize):
-            self.device, self._itemsize = gpu, itemsize
-
-        def element_size(self):
-            return self._itemsize
-
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, gpu, 132)
         assert module._whole_row(2048, 65536, OnGpu(2))  # the default: 131072
@@ -248,15 +253,7 @@ def test_the_one_launch_split_takes_few_long_rows_that_fit_the_sms(monkeypatch):
     """ROW_SPLIT's plan on an H200 (132 SMs): 17 x 131073 over 17 programs of 8192 columns at 4
     programs an SM, 5 of 32768 at 1; not when rows leave fewer than 2 programs each, a chunk
     would not fit the registers, on the CPU, or off."""
-    gpu = torch.device("cuda", 0)
-
-    class OnGpu:
-        def __init__(self, itemsize):
-            self.device, self._itemsize = gpu, itemsize
-
-        def element_size(self):
-            return self._itemsize
-
+    gpu = GPU
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, gpu, 132)
         monkeypatch.setattr(module, "ROW_SPLIT", True)

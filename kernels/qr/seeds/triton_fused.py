@@ -360,7 +360,9 @@ def _reg_cols(
     STATS: tl.constexpr,
 ):  # fmt: skip
     """`_panel_reg`'s column loop on a [MPP, MB, NBH] block whose local column c sits on the
-    diagonal at row off + c: reflectors of its first ncols columns (T within the block)."""
+    diagonal at row off + c: reflectors of its first ncols columns (T within the block).
+    `_panel_reg` keeps its own copy: calling this with off = 0 compiles to 8-16 more sm_90
+    instructions per 4 columns (`bench/sass_stats.py`), and that kernel is the measured one."""
     for j0 in range(0, ncols, COL_UNROLL):
         for u in tl.static_range(COL_UNROLL):
             jj = j0 + u  # local column
