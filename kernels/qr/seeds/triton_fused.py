@@ -213,8 +213,11 @@ PERSIST_FIRST_ROWS = 128  # a panel in the upper half of the register range (mor
 # 8.65 -> 9.11, 8 x 2048 8.88 -> 9.58, 2 x 4096 18.72 -> 18.91
 PERSIST_FIRST_MAX_BATCH = 1
 PERSIST_ELEMS_PER_THREAD = 0  # elements per thread of a persistent program (0: ELEMS_PER_THREAD).
-# Unmeasured alone: ELEMS_PER_THREAD = 64 everywhere made 2 x 4096 18.70 -> 17.85 ms and 20 x
-# 1500 9.00 -> 8.18, 8 x 1500 5.40 -> 5.92 (session 11)
+# H200 (session 11, qr_direct side by side, 64 against 0): 2 x 4096 18.61 -> 17.98 ms, 20 x 1500
+# 9.05 -> 8.16, but 8 x 2048 8.87 -> 9.27, 8 x 1500 5.40 -> 5.90, 1 x 3000 11.8 -> 12.3 (hidden n
+# >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). Not measured: 16, the value before
+# ELEMS_PER_THREAD went to 32, which cost 1 x 3000 8% (10.9 -> 11.8 ms, 64-row programs 4 -> 2
+# warps)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -375,9 +378,8 @@ def _reg_cols(
                 s, arow = tl.split(
                     tl.reduce(tl.join(a * x[:, :, None], tl.where(r3 == j, a, 0.0)), 1, _add)
                 )
-                alpha, xx = tl.split(
-                    tl.reduce(tl.join(tl.where(c2 == jj, arow, 0.0), tl.where(c2 == jj, s, 0.0)), 1, _add)
-                )
+                piv = tl.join(tl.where(c2 == jj, arow, 0.0), tl.where(c2 == jj, s, 0.0))
+                alpha, xx = tl.split(tl.reduce(piv, 1, _add))
             else:
                 alpha = tl.reduce(tl.where(atr, colj, 0.0), 1, _add)
                 xx = tl.reduce(x * x, 1, _add)
