@@ -438,8 +438,8 @@ def _panel_reg2(
     """`_panel_reg` in two levels: the panel's left NBH columns are factored in registers,
     their block reflector (I - V1 T1 V1^T)^T is applied to the right NBH columns with tl.dot
     (in row chunks of KC), then the right half is factored; T = [[T1, -T1 (V1^T V2) T2], [0,
-    T2]]. Every column step works on NBH columns instead of 2 NBH (the loop is issue-bound).
-    kb <= 2 NBH; KC divides MB."""
+    T2]]. Every column step works on NBH columns instead of 2 NBH: written for an issue-bound
+    loop, and slower than `_panel_reg` on the H200 (REG_SPLIT). kb <= 2 NBH; KC divides MB."""
     mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
     mok = (mats < batch)[:, None, None]
     rows = tl.arange(0, MB)
@@ -1111,7 +1111,8 @@ def _factor_panel(h, tau, v, t, k, kb):
         if REG_SPLIT and nbp >= 32:
             _panel_reg2[grid](
                 h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBH=nbp // 2,
-                COL_UNROLL=COL_UNROLL, KC=REG_SPLIT_KC, PREC=DOT_PRECISION if h.is_cuda else "ieee", STATS=REG_STATS,
+                COL_UNROLL=COL_UNROLL, KC=min(REG_SPLIT_KC, mb), STATS=REG_STATS,
+                PREC=DOT_PRECISION if h.is_cuda else "ieee",
                 num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
             )  # fmt: skip
             return
