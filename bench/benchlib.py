@@ -3,6 +3,7 @@ on sys.path and `from benchlib import ...` works without installing anything."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +16,15 @@ def load_module(path: Path, name: str | None = None) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def batch_by_n(text: str) -> tuple[int, int]:
+    """A QR spec as BATCHxN (x or X), both positive: an argparse type, so a bad one is a one-line
+    usage error."""
+    batch, _, n = text.lower().partition("x")
+    if not (batch.isdigit() and n.isdigit() and int(batch) > 0 and int(n) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not BATCHxN (e.g. 640x512)")
+    return int(batch), int(n)
 
 
 def load_variant(seeds_dir: Path, spec: str) -> ModuleType:

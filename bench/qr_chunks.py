@@ -24,17 +24,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchlib import load_module, load_variant, time_calls  # noqa: E402
+from benchlib import batch_by_n, load_module, load_variant, time_calls  # noqa: E402
 
 from cockpit.harness.task import load_task  # noqa: E402
-
-
-def _spec(text: str) -> tuple[int, int]:
-    """BATCHxN, both positive: an argparse type (a bad one is a one-line usage error)."""
-    batch, _, n = text.partition("x")
-    if not (batch.isdigit() and n.isdigit() and int(batch) > 0 and int(n) > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not BATCHxN (e.g. 640x512)")
-    return int(batch), int(n)
 
 
 def _positive(text: str) -> int:
@@ -59,7 +51,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--seed", default="triton_fused", help="STEM or STEM:KEY=VALUE,...")
     p.add_argument(
-        "--specs", nargs="+", type=_spec, default=[(640, 512)], help="BATCHxN, dense family"
+        "--specs", nargs="+", type=batch_by_n, default=[(640, 512)], help="BATCHxN, dense family"
     )
     p.add_argument("--chunks", nargs="+", type=_positive, default=[20, 40, 80, 160])
     p.add_argument("--reps", type=int, default=5)

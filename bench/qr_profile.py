@@ -22,7 +22,7 @@ from torch.profiler import ProfilerActivity, profile
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchlib import load_variant  # noqa: E402  (bench/ is the script's own folder)
+from benchlib import batch_by_n, load_variant  # noqa: E402  (bench/ is the script's own folder)
 from qr_direct import load_module  # noqa: E402
 
 from cockpit.harness.task import load_task  # noqa: E402
@@ -34,7 +34,10 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--seed", required=True, help="STEM or STEM:KEY=VALUE,... (as qr_direct)")
     p.add_argument(
-        "--specs", nargs="*", help="BATCHxN each (default: the seven dense benchmark specs)"
+        "--specs",
+        nargs="*",
+        type=batch_by_n,
+        help="BATCHxN each (default: the seven dense benchmark specs)",
     )
     p.add_argument("--calls", type=int, default=3)
     p.add_argument("--top", type=int, default=8)
@@ -43,12 +46,7 @@ def main() -> None:
     task = load_task("qr")
     ref = load_module(task.reference_path)
     fn = load_variant(task.seeds_dir, args.seed).kernel
-    specs = SPECS
-    if args.specs:
-        try:
-            specs = [tuple(int(x) for x in sp.lower().split("x")) for sp in args.specs]
-        except ValueError:
-            sys.exit(f"qr_profile: --specs wants BATCHxN, e.g. 2x4096 (got {args.specs})")
+    specs = args.specs or SPECS
     doc = {"gpu": torch.cuda.get_device_name(0), "seed": args.seed, "specs": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -363,3 +363,10 @@ def test_qr_chunks_rejects_a_bad_spec_or_chunk_in_one_line():
     for args, what in ((["--specs", "640"], "is not BATCHxN"), (["--chunks", "0"], "positive")):
         r = run_tool("bench/qr_chunks.py", *args)
         assert r.returncode == 2 and what in r.stderr and "Traceback" not in r.stderr
+
+
+def test_qr_profile_rejects_a_bad_spec_in_one_line():
+    """The same BATCHxN type as qr_chunks (benchlib.batch_by_n), refused before any GPU work:
+    "640" used to reach the loop and fail there with a traceback."""
+    r = run_tool("bench/qr_profile.py", "--seed", "triton_fused", "--specs", "640")
+    assert r.returncode == 2 and "is not BATCHxN" in r.stderr and "Traceback" not in r.stderr
