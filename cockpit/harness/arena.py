@@ -35,11 +35,12 @@ _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for e
 # Side streams. A candidate may fork CUDA streams from the timed one (a panel factored beside an
 # update, say); torch.cuda.Stream is replaced, before the candidate is imported, by a subclass
 # that remembers every stream it makes, and after every call of the candidate the current stream
-# waits for each of them that still has work (`_joined`). So the end event of a timed call comes after whatever the
-# call left on a side stream: forgetting to join, or not joining on purpose, is timed, not
-# hidden. Work started on a side stream before the start event queues behind the hold (every SM
-# busy). Raw handles (ExternalStream), torch.Stream and hand-set current streams are refused by
-# the static scan. Bound here, before the candidate exists: the class, its wait, the registry.
+# waits for each of them that still has work (`_joined`). So the end event of a timed call comes
+# after whatever the call left on a side stream: forgetting to join, or not joining on purpose,
+# is timed, not hidden. Work started on a side stream before the start event queues behind the
+# hold (every SM busy). Raw handles (ExternalStream), torch.Stream and hand-set current streams
+# are refused by the static scan. Bound here, before the candidate exists: the class, its wait,
+# the registry.
 _CudaStream = torch.cuda.Stream
 _wait_stream = torch.cuda.Stream.wait_stream
 _stream_done = torch.cuda.Stream.query

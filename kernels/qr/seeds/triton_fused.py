@@ -174,8 +174,8 @@ COL_UNROLL = 4  # column steps of the register kernels (`_panel_reg`, `_qr_fused
 # column at 1, 446 at 2, 425 at 4 (`bench/sass_stats.py`). H200 (session 9, qr_direct side by
 # side, benchmark set): 640 x 512 8.70 -> 8.47 (2) -> 8.44 ms (4), 40 x 352 0.743 -> 0.704 ms,
 # 20 x 32 0.023 -> 0.020 ms; geomean 3.726 -> 3.640 (2) -> 3.619 ms (4).
-WIDE_ELEMS_PER_THREAD = 64  # ... in register panels whose programs are at least WIDE_PROGRAMS_PER_SM
-# a SM (the batch fills the GPU several times over: fewer warps a program, more programs an SM).
+WIDE_ELEMS_PER_THREAD = 64  # ... in register panels whose programs are at least
+# WIDE_PROGRAMS_PER_SM a SM (the batch fills the GPU several times over: fewer warps a program, more programs an SM).
 # H200 (session 11, qr_direct side by side, ELEMS_PER_THREAD 64 against 32 everywhere): 640 x 512
 # 7.59 -> 7.07 ms (4 warps a 512 x 32 panel; only `_panel_reg` reads it there), but 40 x 176
 # 0.215 -> 0.243 and 40 x 352 0.570 -> 0.619, where 40 programs leave the GPU idle
