@@ -42,6 +42,8 @@ TSQR = {"NB": 8, "REG_ELEMS": 256, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2, "FUSED_M
 # The trailing update as the two Triton tl.dot kernels (USE_TF32X3's path; in the interpreter
 # in "ieee" float32), tiles of 16 so that n = 33..70 has several tiles and ragged edges.
 DOT = {"FORCE_TRITON_UPDATE": True, "DOT_BM": 16, "DOT_BN": 16, "DOT_BK": 16}
+LANES = {"FUSED_MAX_N": 8, "NB": 8, "BATCH_LANES": 3, "BATCH_LANES_MIN_BATCH": 2,
+         "BATCH_LANES_MIN_N": 9, "BATCH_LANES_CPU": True}  # fmt: skip
 # (seed, module constants) for every code path; {} = the shipped defaults.
 PATHS = {
     "fused-default": ("fused", {}),  # fused kernel up to 64, panels + fused tail at 70
@@ -113,6 +115,9 @@ PATHS = {
     # blocks of 20 columns: panels of 8, 8 and 4, so the narrower panel's T sits kb * kb
     # apart in the T buffer, not nb * nb (a bug until session 9)
     "fused-two-level-ragged": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 20}),
+    # the batch in 3 slices (BATCH_LANES; on the GPU each on its own stream), 3, 3 and 4
+    # matrices of the 10, each slice its own blocked factorization
+    "fused-lanes": ("fused", LANES),
     "fused-two-level-strip": (
         "fused",
         {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24, **DOT, "FUSE_UPDATE": True},
@@ -186,6 +191,36 @@ def test_the_tsqr_path_runs_where_a_panel_would_be_split(monkeypatch):
     assert module._tsqr_shape(48, 8, 8) == (3, 16)
     monkeypatch.setattr(module, "REG_ELEMS", 16)
     assert module._tsqr_shape(48, 8, 8) is None  # a block row count below the panel width
+
+
+def test_the_lanes_path_factors_contiguous_slices_of_the_batch(monkeypatch):
+    """fused-lanes above must split the batch: 10 matrices in 3 lanes are the slices 0-3, 3-6
+    and 6-10, each factored as a batch of its own; below BATCH_LANES_MIN_N (and with one lane)
+    the batch stays whole."""
+    module = SEEDS["fused"]
+    seen = []
+    real = module._factor_blocked
+
+    def recording(h, tau, lanes=1):
+        seen.append((h.shape[0], h.data_ptr(), tau.data_ptr()))
+        real(h, tau, lanes)
+
+    monkeypatch.setattr(module, "_factor_blocked", recording)
+    a = every_family(17)
+    h, tau = run("fused", a, monkeypatch, **LANES)
+    assert_passes(a, (h, tau), "lanes n=17")
+    row, col = h[0].numel() * h.element_size(), tau[0].numel() * tau.element_size()
+    assert seen == [
+        (size, h.data_ptr() + i0 * row, tau.data_ptr() + i0 * col)
+        for size, i0 in ((3, 0), (3, 3), (4, 6))
+    ]
+    seen.clear()
+    monkeypatch.setattr(module, "BATCH_LANES_MIN_N", 18)
+    module.kernel(a)
+    assert [s[0] for s in seen] == [10]
+    assert module._batch_lanes(640, 512, torch.device("cpu")) == 3
+    monkeypatch.setattr(module, "BATCH_LANES_CPU", False)
+    assert module._batch_lanes(640, 512, torch.device("cpu")) == 1
 
 
 @pytest.mark.parametrize("seed", SEED_FILES)

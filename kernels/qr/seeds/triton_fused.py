@@ -114,6 +114,8 @@ TUNABLES = {
     "COL_UNROLL": [1, 2, 4],
     "REG_SPLIT": [False, True],
     "REG_STATS": [False, True],
+    "BATCH_LANES": [1, 2, 3, 4],
+    "STRIP_STAGES": [0, 1, 2, 4],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -256,6 +258,12 @@ LOOKAHEAD = True  # few matrices (LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_
 # understood: the overlap has the whole GPU) and at 100 x 700 (3.91 -> 4.04: 100 register panels
 # of 16 warps fill 100 SMs and starve the update), and at 640 x 512 (7.93 -> 8.18): outside
 # [2, 64] it is off.
+BATCH_LANES = 1  # large batches (at least BATCH_LANES_MIN_BATCH matrices of n >=
+# BATCH_LANES_MIN_N) split into this many slices, each factored on its own stream
+# (`_factor_lanes`), so that one slice's panels run beside another's updates. Unmeasured
+BATCH_LANES_MIN_BATCH = 512
+BATCH_LANES_MIN_N = 128
+BATCH_LANES_CPU = False  # tests: the lanes on the CPU (one after another)
 LOOKAHEAD_MIN_BATCH = 2
 LOOKAHEAD_MAX_BATCH = 64
 LOOKAHEAD_CPU = False  # tests: the look-ahead order on the CPU (one lane, program order)
@@ -268,6 +276,8 @@ STRIPS_FIRST = True  # the strip kernel's grid as (strips, batch): the strips of
 # as its strip of C). H200 (session 10, qr_direct side by side): 640 x 512 8.41 -> 7.95 ms (all
 # four families), 60 x 1024 6.57 -> 6.50 ms; benchmark geomean 3.084 -> 3.015 ms
 STRIP_WARPS = 4  # warps of a strip program (4: 222 registers, 2 programs an SM at BN = 64)
+STRIP_STAGES = 0  # software-pipeline stages of the strip kernel's row loops (0: Triton's default,
+# 3 on CUDA). Unmeasured
 WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
 # kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
 # `_wy_w` is 128 programs walking 4096 rows each, at 1 x 3000 46 programs walking 3000 rows.
@@ -1095,9 +1105,10 @@ def _tsqr_panel(h, tau, v, t, k, kb, nblk, r):
     h[:, k + kb :, k : k + kb] = vv[:, kb:]
 
 
-def _factor_panel(h, tau, v, t, k, kb):
+def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1):
     """Factor the panel h[:, k:, k:k+kb] in place; V (unit lower-trapezoidal, (n - k) x kb) and
-    T (kb x kb) of each matrix go to the start of its row of the flat buffers v and t."""
+    T (kb x kb) of each matrix go to the start of its row of the flat buffers v and t. lanes:
+    how many slices of the batch like this one run at once (`_factor_lanes`), for the wide rule."""
     batch, n, _ = h.shape
     m = n - k
     nbp = max(2, triton.next_power_of_2(kb))
@@ -1116,7 +1127,7 @@ def _factor_panel(h, tau, v, t, k, kb):
                 num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
             )  # fmt: skip
             return
-        wide = grid[0] >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
+        wide = grid[0] * lanes >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
         _panel_reg[grid](
             h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
             num_warps=_warps(mpp * mb * nbp, WIDE_ELEMS_PER_THREAD if wide else ELEMS_PER_THREAD),
@@ -1185,6 +1196,7 @@ def _apply_panel_triton(h, v, t, k, kb, c0, nc):
         _wy_strip[(strips, batch) if first else (batch, strips)](
             h, v, t, n, m, kb, k, c0, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
             PREC=prec, STRIPS_FIRST=first, num_warps=STRIP_WARPS,
+            **({"num_stages": STRIP_STAGES} if STRIP_STAGES else {}),
         )  # fmt: skip
         return
     # row ranges of W (WY_KSPLIT), whole BK steps each; as many as that leaves non-empty
@@ -1285,11 +1297,23 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
         _fused(a, h, tau, 0, n)
         return h, tau
     h = a.clone() if a is A and not inplace else a
+    lanes = _batch_lanes(batch, n, h.device)
+    if lanes > 1:
+        _factor_lanes(h, tau, lanes)
+    else:
+        _factor_blocked(h, tau)
+    return h, tau
+
+
+def _factor_blocked(h, tau, lanes: int = 1):
+    """The blocked path on h (batch, n, n), n > FUSED_MAX_N, in place; tau gets the scalars.
+    lanes: slices of a batch factored at once, this one among them (`_factor_lanes`)."""
+    batch, n, _ = h.shape
     nb = _panel_width(batch, n)
     outer = NB_OUTER if nb < NB_OUTER else 0
     if not outer and _lookahead(batch, h.device):
         _factor_lookahead(h, tau, nb)
-        return h, tau
+        return
     v = torch.empty(batch, n * nb, dtype=h.dtype, device=h.device)
     t = torch.empty(batch, nb * nb, dtype=h.dtype, device=h.device)
     k = 0
@@ -1298,13 +1322,50 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
             k = _factor_block(h, tau, v, t, k, min(outer, n - k), nb)
             continue
         kb = min(nb, n - k)
-        _factor_panel(h, tau, v, t, k, kb)
+        _factor_panel(h, tau, v, t, k, kb, lanes)
         if k + kb < n:
             _apply_panel(h, v, t, k, kb)
         k += kb
     if k < n:
         _fused(h, h, tau, k, n - k)
-    return h, tau
+
+
+def _batch_lanes(batch: int, n: int, device: torch.device) -> int:
+    """Lanes (streams) the batch is split into (BATCH_LANES): 1 unless the batch has at least
+    BATCH_LANES_MIN_BATCH matrices of n >= BATCH_LANES_MIN_N, on CUDA (or the CPU when a test
+    asks)."""
+    on = device.type == "cuda" or BATCH_LANES_CPU
+    if BATCH_LANES <= 1 or not on or batch < BATCH_LANES_MIN_BATCH or n < BATCH_LANES_MIN_N:
+        return 1
+    return min(BATCH_LANES, batch)
+
+
+_LANE_STREAMS: dict = {}
+
+
+def _factor_lanes(h, tau, lanes: int) -> None:
+    """The batch as `lanes` independent slices (contiguous runs of matrices), each factored by
+    `_factor_blocked` on its own stream: one slice's latency-bound panels run beside another's
+    update (a panel of the whole batch leaves a part-filled last wave and idle issue slots,
+    the update is throughput-bound). The streams fork from and join back to the caller's (or
+    the capture's) stream; on the CPU the slices run one after another."""
+    batch = h.shape[0]
+    bounds = [batch * i // lanes for i in range(lanes + 1)]
+    if h.device.type != "cuda":
+        for i0, i1 in zip(bounds, bounds[1:]):
+            _factor_blocked(h[i0:i1], tau[i0:i1], lanes)
+        return
+    key = (h.device, lanes)
+    if key not in _LANE_STREAMS:
+        _LANE_STREAMS[key] = [torch.cuda.Stream(h.device) for _ in range(lanes)]
+    main = torch.cuda.current_stream(h.device)
+    streams = _LANE_STREAMS[key]
+    for s, i0, i1 in zip(streams, bounds, bounds[1:]):
+        s.wait_stream(main)
+        with torch.cuda.stream(s):
+            _factor_blocked(h[i0:i1], tau[i0:i1], lanes)
+    for s in streams:
+        main.wait_stream(s)
 
 
 def _lookahead(batch: int, device: torch.device) -> bool:
