@@ -1,7 +1,7 @@
 """Compile one Triton kernel for a GPU that is not here and count what its machine code does.
 
     python bench/sass_stats.py kernels/qr/seeds/triton_fused.py _panel_reg \\
-        --const MPP=1 MB=512 NBP=32 --div H V T TAU n k v_bs m --warps 16
+        --const MPP=1 MB=512 NBP=32 --div S H V T TAU n k v_bs m --warps 16
 
 Compiles for sm_90 (H100/H200) on any machine (Triton ships ptxas; no GPU or driver needed),
 then prints registers, stack (spills), shared memory and, for every loop of the SASS (a backward

@@ -61,6 +61,11 @@ PATHS = {
     "fused-triton-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT}),
     # the same update as one strip kernel per column strip (W stays in the program)
     "fused-strip-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}),
+    # ... its second pass over C bottom up (STRIP_REVERSE), n = 70: a ragged first block
+    "fused-strip-reverse": (
+        "fused",
+        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True, "STRIP_REVERSE": True},
+    ),
     # W = T^T V^T C and C -= V W as two kernels (few matrices on the GPU; on the CPU, with one
     # "SM", the strip kernel is taken unless FUSE_UPDATE is off), W whole or in 3 row ranges
     # (WY_KSPLIT: ranges of 32, 32 and 6 rows at n = 70, partials summed by the update)
@@ -201,9 +206,9 @@ def test_the_lanes_path_factors_contiguous_slices_of_the_batch(monkeypatch):
     seen = []
     real = module._factor_blocked
 
-    def recording(h, tau, lanes=1):
+    def recording(h, tau, lanes=1, src=None):
         seen.append((h.shape[0], h.data_ptr(), tau.data_ptr()))
-        real(h, tau, lanes)
+        real(h, tau, lanes, src)
 
     monkeypatch.setattr(module, "_factor_blocked", recording)
     a = every_family(17)
@@ -221,6 +226,27 @@ def test_the_lanes_path_factors_contiguous_slices_of_the_batch(monkeypatch):
     assert module._batch_lanes(640, 512, torch.device("cpu")) == 3
     monkeypatch.setattr(module, "BATCH_LANES_CPU", False)
     assert module._batch_lanes(640, 512, torch.device("cpu")) == 1
+
+
+def test_the_first_panel_and_update_read_the_input_and_leave_it_as_it_was(monkeypatch):
+    """READ_SOURCE: with a register panel and the strip update first, H is filled from A by
+    those two kernels (no copy of A); the factors are bit for bit those of the copy path, A is
+    unchanged (run() checks), and where the first update is not the strip kernel the copy comes
+    back."""
+    module = SEEDS["fused"]
+    strip = {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}
+    a = every_family(33)
+    for name, value in strip.items():
+        monkeypatch.setattr(module, name, value)
+    assert module._reads_source(10, 33, 8, torch.device("cpu"))
+    h, tau = run("fused", a, monkeypatch)
+    assert_passes(a, (h, tau), "read-source n=33")
+    h0, tau0 = run("fused", a, monkeypatch, READ_SOURCE=False)
+    assert torch.equal(h, h0) and torch.equal(tau, tau0)
+    monkeypatch.setattr(module, "READ_SOURCE", True)
+    monkeypatch.setattr(module, "FUSE_UPDATE", False)
+    assert not module._reads_source(10, 33, 8, torch.device("cpu"))
+    assert_passes(a, run("fused", a, monkeypatch), "copy n=33")
 
 
 @pytest.mark.parametrize("seed", SEED_FILES)

@@ -107,7 +107,7 @@ TUNABLES = {
     "PERSIST_FIRST_ROWS": [0, 64, 128],
     "ELEMS_PER_THREAD": [16, 32, 64],
     "WIDE_ELEMS_PER_THREAD": [32, 64],
-    "PERSIST_ELEMS_PER_THREAD": [0, 64],
+    "PERSIST_ELEMS_PER_THREAD": [16, 0, 64],
     "LOOKAHEAD_PERSIST": [True, False],
     "STRIPS_FIRST": [False, True],
     "STRIP_WARPS": [4, 8],
@@ -116,6 +116,8 @@ TUNABLES = {
     "REG_STATS": [False, True],
     "BATCH_LANES": [1, 2, 3, 4],
     "STRIP_STAGES": [0, 1, 2, 4],
+    "READ_SOURCE": [True, False],
+    "STRIP_REVERSE": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -214,7 +216,7 @@ PERSIST_FIRST_ROWS = 128  # a panel in the upper half of the register range (mor
 # 4.20, 1 x 3000 10.9 -> 10.5, 2 x 3000 12.29 -> 12.11, but 8 x 1500 5.57 -> 5.87, 20 x 1500
 # 8.65 -> 9.11, 8 x 2048 8.88 -> 9.58, 2 x 4096 18.72 -> 18.91
 PERSIST_FIRST_MAX_BATCH = 1
-PERSIST_ELEMS_PER_THREAD = 0  # elements per thread of a persistent program (0: ELEMS_PER_THREAD).
+PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0: ELEMS_PER_THREAD).
 # H200 (session 11, qr_direct side by side, 64 against 0): 2 x 4096 18.61 -> 17.98 ms, 20 x 1500
 # 9.05 -> 8.16, but 8 x 2048 8.87 -> 9.27, 8 x 1500 5.40 -> 5.90, 1 x 3000 11.8 -> 12.3 (hidden n
 # >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). Not measured: 16, the value before
@@ -258,6 +260,9 @@ LOOKAHEAD = True  # few matrices (LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_
 # understood: the overlap has the whole GPU) and at 100 x 700 (3.91 -> 4.04: 100 register panels
 # of 16 warps fill 100 SMs and starve the update), and at 640 x 512 (7.93 -> 8.18): outside
 # [2, 64] it is off.
+READ_SOURCE = True  # the blocked path's first register panel and first strip update read the input
+# and write H, instead of a copy of the input first (at 640 x 512 a copy of 671 MB, ~0.35 ms of
+# ~7; graphed shapes factor the graph's own input buffer in place). Unmeasured
 BATCH_LANES = 1  # large batches (at least BATCH_LANES_MIN_BATCH matrices of n >=
 # BATCH_LANES_MIN_N) split into this many slices, each factored on its own stream
 # (`_factor_lanes`), so that one slice's panels run beside another's updates. Unmeasured
@@ -276,6 +281,7 @@ STRIPS_FIRST = True  # the strip kernel's grid as (strips, batch): the strips of
 # as its strip of C). H200 (session 10, qr_direct side by side): 640 x 512 8.41 -> 7.95 ms (all
 # four families), 60 x 1024 6.57 -> 6.50 ms; benchmark geomean 3.084 -> 3.015 ms
 STRIP_WARPS = 4  # warps of a strip program (4: 222 registers, 2 programs an SM at BN = 64)
+STRIP_REVERSE = False  # the strip kernel's second pass over C bottom up (`_wy_strip`). Unmeasured
 STRIP_STAGES = 0  # software-pipeline stages of the strip kernel's row loops (0: Triton's default,
 # 3 on CUDA). Unmeasured
 WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
@@ -300,11 +306,12 @@ CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Pyt
 
 @triton.jit
 def _panel_reg(
-    H, V, T, TAU, batch, n, m, kb, k, v_bs,
+    S, H, V, T, TAU, batch, n, m, kb, k, v_bs,
     MPP: tl.constexpr, MB: tl.constexpr, NBP: tl.constexpr, COL_UNROLL: tl.constexpr,
 ):  # fmt: skip
     """Panel h[:, k:, k:k+kb] of MPP matrices per program, held in registers as one
-    [MPP, MB, NBP] block; writes R and v in place, tau, V and T (dlarft)."""
+    [MPP, MB, NBP] block, read from S (H itself, or the input for the first panel: no copy of
+    the batch first); writes R and v to H, tau, V and T (dlarft)."""
     mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
     mok = (mats < batch)[:, None, None]
     rows = tl.arange(0, MB)
@@ -315,8 +322,9 @@ def _panel_reg(
     c3 = cols[None, None, :]
     ti = cols[None, :, None]  # row index of T
     inb = mok & (r3 < m) & (c3 < kb)
-    hptr = (H + (mats * n * n + (k * n + k)))[:, None, None] + (r3 * n + c3)
-    a = tl.load(hptr, mask=inb, other=0.0)
+    off = (mats * n * n + (k * n + k))[:, None, None] + (r3 * n + c3)
+    hptr = H + off
+    a = tl.load(S + off, mask=inb, other=0.0)
     tauv = tl.zeros([MPP, NBP], tl.float32)
     rinvv = tl.zeros([MPP, 1, NBP], tl.float32)  # 1 / (alpha - beta) of each column
     diagv = tl.zeros([MPP, 1, NBP], tl.float32)  # R's diagonal
@@ -856,9 +864,9 @@ def _wy_update(
 
 @triton.jit
 def _wy_strip(
-    H, V, T, n, m, kb, k, c0, nc, v_bs,
+    S, H, V, T, n, m, kb, k, c0, nc, v_bs,
     NBP: tl.constexpr, BK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, PREC: tl.constexpr,
-    STRIPS_FIRST: tl.constexpr,
+    STRIPS_FIRST: tl.constexpr, REVERSE: tl.constexpr,
 ):  # fmt: skip
     """C -= V (T^T (V^T C)) on a strip of BN trailing columns of one matrix, C = H[k:,
     c0:c0+nc] (grid (batch, strips), or (strips, batch) with STRIPS_FIRST): the strip is read
@@ -866,7 +874,10 @@ def _wy_strip(
     C -= V W. Two passes over C from memory instead of the three of _wy_w + _wy_update, one
     launch instead of two, and W never leaves the program. STRIPS_FIRST launches the strips of
     a matrix one after another, so they run at the same time and V (read twice by each) is
-    fetched from memory once."""
+    fetched from memory once. C is read from S (H, or the input for the first update, which
+    then writes H's trailing columns for the first time) and written to H. REVERSE: the second
+    pass walks the rows bottom up, starting where the first ended (those rows are the likeliest
+    still in L2), and ends at the top, where the next panel's first pass starts."""
     if STRIPS_FIRST:
         mat = tl.program_id(1).to(tl.int64)
         strip = tl.program_id(0)
@@ -875,7 +886,8 @@ def _wy_strip(
         strip = tl.program_id(1)
     cc = strip * BN + tl.arange(0, BN)
     ci = tl.arange(0, NBP)
-    cp = H + mat * n * n + k * n + c0
+    coff = mat * n * n + k * n + c0
+    cp = S + coff
     vp = V + mat * v_bs
     cok = cc[None, :] < nc
     acc = tl.zeros([NBP, BN], tl.float32)
@@ -893,18 +905,19 @@ def _wy_strip(
     tt = tl.load(T + mat * (kb * kb) + ci[None, :] * kb + ci[:, None], mask=ok, other=0.0)
     w = tl.dot(tt, acc, input_precision=PREC)  # [NBP, BN]
     rm = tl.arange(0, BM)
-    for r0 in range(0, m, BM):
-        r = r0 + rm
+    nblk = tl.cdiv(m, BM)
+    for i in range(0, nblk):
+        r = (nblk - 1 - i if REVERSE else i) * BM + rm
         vb = tl.load(
             vp + r[:, None] * kb + ci[None, :],
             mask=(r[:, None] < m) & (ci[None, :] < kb),
             other=0.0,
         )
         upd = tl.dot(vb, w, input_precision=PREC)
-        cptr = cp + r[:, None] * n + cc[None, :]
+        roff = r[:, None] * n + cc[None, :]
         msk = (r[:, None] < m) & cok
-        c = tl.load(cptr, mask=msk, other=0.0)
-        tl.store(cptr, c - upd, mask=msk)
+        c = tl.load(cp + roff, mask=msk, other=0.0)
+        tl.store(H + coff + roff, c - upd, mask=msk)
 
 
 _SMS: dict = {}
@@ -1041,7 +1054,7 @@ def _reg_panel(x, v, t, tau, kb, nbp):
     mb = max(2, triton.next_power_of_2(rows))
     mpp = _per_program(batch, mb * nbp, x.is_cuda)
     _panel_reg[(triton.cdiv(batch, mpp),)](
-        x, v, t, tau, batch, rows, rows, kb, 0, v.shape[1], MPP=mpp, MB=mb, NBP=nbp,
+        x, x, v, t, tau, batch, rows, rows, kb, 0, v.shape[1], MPP=mpp, MB=mb, NBP=nbp,
         COL_UNROLL=COL_UNROLL,
         num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
     )  # fmt: skip
@@ -1105,10 +1118,11 @@ def _tsqr_panel(h, tau, v, t, k, kb, nblk, r):
     h[:, k + kb :, k : k + kb] = vv[:, kb:]
 
 
-def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1):
+def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1, src=None):
     """Factor the panel h[:, k:, k:k+kb] in place; V (unit lower-trapezoidal, (n - k) x kb) and
     T (kb x kb) of each matrix go to the start of its row of the flat buffers v and t. lanes:
-    how many slices of the batch like this one run at once (`_factor_lanes`), for the wide rule."""
+    how many slices of the batch like this one run at once (`_factor_lanes`), for the wide rule.
+    src: where the panel is read from (h unless `_reads_source` allowed the input)."""
     batch, n, _ = h.shape
     m = n - k
     nbp = max(2, triton.next_power_of_2(kb))
@@ -1129,7 +1143,7 @@ def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1):
             return
         wide = grid[0] * lanes >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
         _panel_reg[grid](
-            h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
+            h if src is None else src, h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
             num_warps=_warps(mpp * mb * nbp, WIDE_ELEMS_PER_THREAD if wide else ELEMS_PER_THREAD),
         )  # fmt: skip
     elif _split_programs(batch, m, nbp):
@@ -1153,10 +1167,11 @@ def _t_of(t: torch.Tensor, batch: int, kb: int) -> torch.Tensor:
     return t.view(-1)[: batch * kb * kb].view(batch, kb, kb)
 
 
-def _apply_panel(h, v, t, k, kb, end=None, start=None):
+def _apply_panel(h, v, t, k, kb, end=None, start=None, src=None):
     """C <- (I - V T^T V^T) C for the trailing columns C = h[:, k:, start:end] (start: k + kb,
     or later with LOOKAHEAD; end: n, or the end of a two-level block or of the next panel):
-    three fp32 bmm, or the Triton kernels on CUDA."""
+    three fp32 bmm, or the Triton kernels on CUDA. src: C's source (the input, where
+    `_reads_source` allowed it: the strip kernel)."""
     batch, n, _ = h.shape
     m = n - k
     end = n if end is None else end
@@ -1165,8 +1180,9 @@ def _apply_panel(h, v, t, k, kb, end=None, start=None):
     tt = _t_of(t, batch, kb)
     c = h[:, k:, start:end]
     if USE_TF32X3 and h.is_cuda or FORCE_TRITON_UPDATE:
-        _apply_panel_triton(h, v, t, k, kb, start, end - start)
+        _apply_panel_triton(h, v, t, k, kb, start, end - start, src)
         return
+    assert src is None, "only the strip kernel reads the input"
     w = torch.bmm(tt.mT, torch.bmm(vv.mT, c))
     c.baddbmm_(vv, w, alpha=-1.0)
 
@@ -1180,7 +1196,12 @@ def _wy_ranges(batch: int, strips: int, m: int, device: torch.device) -> int:
     return max(1, min(want, m // (4 * DOT_BK)))
 
 
-def _apply_panel_triton(h, v, t, k, kb, c0, nc):
+def _strip_update(batch: int, nc: int, device: torch.device) -> bool:
+    """Whether an update of nc columns takes the strip kernel (`_wy_strip`)."""
+    return FUSE_UPDATE and batch * triton.cdiv(nc, DOT_BN) >= FUSE_MIN_PROGRAMS * _sm_count(device)
+
+
+def _apply_panel_triton(h, v, t, k, kb, c0, nc, src=None):
     """The same update as two Triton kernels on tensor cores (tl.dot, input_precision
     DOT_PRECISION: "tf32x3" splits each float32 operand into a TF32 high and low part and sums
     three TF32 products, ~float32 accuracy): W = T^T (V^T C), then C -= V W, on the nc columns
@@ -1191,14 +1212,15 @@ def _apply_panel_triton(h, v, t, k, kb, c0, nc):
     prec = DOT_PRECISION if h.is_cuda else "ieee"
     bn = DOT_BN
     strips = triton.cdiv(nc, bn)
-    if FUSE_UPDATE and batch * strips >= FUSE_MIN_PROGRAMS * _sm_count(h.device):
+    if _strip_update(batch, nc, h.device):
         first = STRIPS_FIRST and batch <= 65535  # a grid's second axis holds at most 65535
         _wy_strip[(strips, batch) if first else (batch, strips)](
-            h, v, t, n, m, kb, k, c0, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
-            PREC=prec, STRIPS_FIRST=first, num_warps=STRIP_WARPS,
+            h if src is None else src, h, v, t, n, m, kb, k, c0, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
+            PREC=prec, STRIPS_FIRST=first, REVERSE=STRIP_REVERSE, num_warps=STRIP_WARPS,
             **({"num_stages": STRIP_STAGES} if STRIP_STAGES else {}),
         )  # fmt: skip
         return
+    assert src is None, "only the strip kernel reads the input"
     # row ranges of W (WY_KSPLIT), whole BK steps each; as many as that leaves non-empty
     rows_per = triton.cdiv(triton.cdiv(m, _wy_ranges(batch, strips, m, h.device)), DOT_BK) * DOT_BK
     ks = triton.cdiv(m, rows_per)
@@ -1296,20 +1318,45 @@ def _factor(A: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch
         h = torch.empty_like(a)
         _fused(a, h, tau, 0, n)
         return h, tau
-    h = a.clone() if a is A and not inplace else a
+    # A itself must not change: H is a new tensor, which the first panel and update fill from A
+    # where they can (`_reads_source`), else a copy of A
+    src = a if a is A and not inplace else None
+    h = a if src is None else torch.empty_like(a)
     lanes = _batch_lanes(batch, n, h.device)
     if lanes > 1:
-        _factor_lanes(h, tau, lanes)
+        _factor_lanes(h, tau, lanes, src)
     else:
-        _factor_blocked(h, tau)
+        _factor_blocked(h, tau, 1, src)
     return h, tau
 
 
-def _factor_blocked(h, tau, lanes: int = 1):
+def _reads_source(batch: int, n: int, nb: int, device: torch.device) -> bool:
+    """Whether the blocked path's first panel and first update can read the input and write H
+    (READ_SOURCE; no copy of the batch first): a register panel (`_panel_reg`) and the strip
+    kernel, with no look-ahead or two-level blocking."""
+    if not READ_SOURCE or (NB_OUTER and nb < NB_OUTER) or _lookahead(batch, device):
+        return False
+    nbp = max(2, triton.next_power_of_2(nb))
+    mb = max(2, triton.next_power_of_2(n))
+    reg = mb * nbp <= REG_ELEMS and not (REG_SPLIT and nbp >= 32)
+    triton_update = USE_TF32X3 and device.type == "cuda" or FORCE_TRITON_UPDATE
+    return (
+        reg
+        and _persist_plan(batch, n, nbp, device) is None
+        and triton_update
+        and _strip_update(batch, n - nb, device)
+    )
+
+
+def _factor_blocked(h, tau, lanes: int = 1, src=None):
     """The blocked path on h (batch, n, n), n > FUSED_MAX_N, in place; tau gets the scalars.
-    lanes: slices of a batch factored at once, this one among them (`_factor_lanes`)."""
+    lanes: slices of a batch factored at once, this one among them (`_factor_lanes`). src: the
+    input h starts as (None: h already holds it)."""
     batch, n, _ = h.shape
     nb = _panel_width(batch, n)
+    if src is not None and not _reads_source(batch, n, nb, h.device):
+        h.copy_(src)
+        src = None
     outer = NB_OUTER if nb < NB_OUTER else 0
     if not outer and _lookahead(batch, h.device):
         _factor_lookahead(h, tau, nb)
@@ -1322,10 +1369,11 @@ def _factor_blocked(h, tau, lanes: int = 1):
             k = _factor_block(h, tau, v, t, k, min(outer, n - k), nb)
             continue
         kb = min(nb, n - k)
-        _factor_panel(h, tau, v, t, k, kb, lanes)
+        _factor_panel(h, tau, v, t, k, kb, lanes, src)
         if k + kb < n:
-            _apply_panel(h, v, t, k, kb)
+            _apply_panel(h, v, t, k, kb, src=src)
         k += kb
+        src = None
     if k < n:
         _fused(h, h, tau, k, n - k)
 
@@ -1343,7 +1391,7 @@ def _batch_lanes(batch: int, n: int, device: torch.device) -> int:
 _LANE_STREAMS: dict = {}
 
 
-def _factor_lanes(h, tau, lanes: int) -> None:
+def _factor_lanes(h, tau, lanes: int, src=None) -> None:
     """The batch as `lanes` independent slices (contiguous runs of matrices), each factored by
     `_factor_blocked` on its own stream: one slice's latency-bound panels run beside another's
     update (a panel of the whole batch leaves a part-filled last wave and idle issue slots,
@@ -1353,7 +1401,7 @@ def _factor_lanes(h, tau, lanes: int) -> None:
     bounds = [batch * i // lanes for i in range(lanes + 1)]
     if h.device.type != "cuda":
         for i0, i1 in zip(bounds, bounds[1:]):
-            _factor_blocked(h[i0:i1], tau[i0:i1], lanes)
+            _factor_blocked(h[i0:i1], tau[i0:i1], lanes, None if src is None else src[i0:i1])
         return
     key = (h.device, lanes)
     if key not in _LANE_STREAMS:
@@ -1363,7 +1411,7 @@ def _factor_lanes(h, tau, lanes: int) -> None:
     for s, i0, i1 in zip(streams, bounds, bounds[1:]):
         s.wait_stream(main)
         with torch.cuda.stream(s):
-            _factor_blocked(h[i0:i1], tau[i0:i1], lanes)
+            _factor_blocked(h[i0:i1], tau[i0:i1], lanes, None if src is None else src[i0:i1])
     for s in streams:
         main.wait_stream(s)
 
