@@ -64,7 +64,8 @@ PATHS = {
     # ... its second pass over C bottom up (STRIP_REVERSE), n = 70: a ragged first block
     "fused-strip-reverse": (
         "fused",
-        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True, "STRIP_REVERSE": True},
+        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True, "STRIP_REVERSE": True,
+         "STRIP_REVERSE_MIN_ROWS": 0},  # fmt: skip
     ),
     # W = T^T V^T C and C -= V W as two kernels (few matrices on the GPU; on the CPU, with one
     # "SM", the strip kernel is taken unless FUSE_UPDATE is off), W whole or in 3 row ranges
@@ -223,7 +224,8 @@ def test_the_lanes_path_factors_contiguous_slices_of_the_batch(monkeypatch):
     monkeypatch.setattr(module, "BATCH_LANES_MIN_N", 18)
     module.kernel(a)
     assert [s[0] for s in seen] == [10]
-    assert module._batch_lanes(640, 512, torch.device("cpu")) == 3
+    assert module._batch_lanes(640, 384, torch.device("cpu")) == 3
+    assert module._batch_lanes(640, 512, torch.device("cpu")) == 1  # past BATCH_LANES_MAX_N
     monkeypatch.setattr(module, "BATCH_LANES_CPU", False)
     assert module._batch_lanes(640, 512, torch.device("cpu")) == 1
 

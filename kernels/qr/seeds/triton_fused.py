@@ -263,11 +263,15 @@ LOOKAHEAD = True  # few matrices (LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_
 READ_SOURCE = True  # the blocked path's first register panel and first strip update read the input
 # and write H, instead of a copy of the input first (at 640 x 512 a copy of 671 MB, ~0.35 ms of
 # ~7; graphed shapes factor the graph's own input buffer in place). Unmeasured
-BATCH_LANES = 1  # large batches (at least BATCH_LANES_MIN_BATCH matrices of n >=
-# BATCH_LANES_MIN_N) split into this many slices, each factored on its own stream
-# (`_factor_lanes`), so that one slice's panels run beside another's updates. Unmeasured
+BATCH_LANES = 2  # large batches (at least BATCH_LANES_MIN_BATCH matrices of BATCH_LANES_MIN_N to
+# BATCH_LANES_MAX_N) split into this many slices, each factored on its own stream
+# (`_factor_lanes`), so that one slice's panels run beside another's updates. H200 (session 12,
+# qr_direct side by side, two calls): 700 x 257 2.26 -> 2.12 and 2.16 -> 2.02 ms, 2000 x 100
+# 0.731 -> 0.697; 640 x 512 flat to 3% slower (6.78-6.83 -> 6.59-7.22), 3 and 4 lanes slower
+# there (8.3, 11.9 ms)
 BATCH_LANES_MIN_BATCH = 512
-BATCH_LANES_MIN_N = 128
+BATCH_LANES_MIN_N = 64
+BATCH_LANES_MAX_N = 384
 BATCH_LANES_CPU = False  # tests: the lanes on the CPU (one after another)
 LOOKAHEAD_MIN_BATCH = 2
 LOOKAHEAD_MAX_BATCH = 64
@@ -281,7 +285,12 @@ STRIPS_FIRST = True  # the strip kernel's grid as (strips, batch): the strips of
 # as its strip of C). H200 (session 10, qr_direct side by side): 640 x 512 8.41 -> 7.95 ms (all
 # four families), 60 x 1024 6.57 -> 6.50 ms; benchmark geomean 3.084 -> 3.015 ms
 STRIP_WARPS = 4  # warps of a strip program (4: 222 registers, 2 programs an SM at BN = 64)
-STRIP_REVERSE = False  # the strip kernel's second pass over C bottom up (`_wy_strip`). Unmeasured
+STRIP_REVERSE = True  # the strip kernel's second pass over C bottom up (`_wy_strip`) for strips
+# of at least STRIP_REVERSE_MIN_ROWS rows: it starts on the rows the first pass read last, and ends
+# on the top rows, which the next panel's first pass reads first. H200 (session 12, qr_direct side
+# by side, every strip): 640 x 512 6.78-6.83 -> 6.36-6.52 ms, but 2000 x 100 0.731 -> 0.766, 700 x
+# 257 2.16 -> 2.26, 200 x 257 +2.5% (short strips: what both passes touch stays in L2 anyway)
+STRIP_REVERSE_MIN_ROWS = 384
 STRIP_STAGES = 0  # software-pipeline stages of the strip kernel's row loops (0: Triton's default,
 # 3 on CUDA). Unmeasured
 WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
@@ -1216,7 +1225,8 @@ def _apply_panel_triton(h, v, t, k, kb, c0, nc, src=None):
         first = STRIPS_FIRST and batch <= 65535  # a grid's second axis holds at most 65535
         _wy_strip[(strips, batch) if first else (batch, strips)](
             h if src is None else src, h, v, t, n, m, kb, k, c0, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
-            PREC=prec, STRIPS_FIRST=first, REVERSE=STRIP_REVERSE, num_warps=STRIP_WARPS,
+            PREC=prec, STRIPS_FIRST=first, REVERSE=STRIP_REVERSE and m >= STRIP_REVERSE_MIN_ROWS,
+            num_warps=STRIP_WARPS,
             **({"num_stages": STRIP_STAGES} if STRIP_STAGES else {}),
         )  # fmt: skip
         return
@@ -1380,10 +1390,12 @@ def _factor_blocked(h, tau, lanes: int = 1, src=None):
 
 def _batch_lanes(batch: int, n: int, device: torch.device) -> int:
     """Lanes (streams) the batch is split into (BATCH_LANES): 1 unless the batch has at least
-    BATCH_LANES_MIN_BATCH matrices of n >= BATCH_LANES_MIN_N, on CUDA (or the CPU when a test
-    asks)."""
+    BATCH_LANES_MIN_BATCH matrices of BATCH_LANES_MIN_N <= n <= BATCH_LANES_MAX_N, on CUDA (or
+    the CPU when a test asks)."""
     on = device.type == "cuda" or BATCH_LANES_CPU
-    if BATCH_LANES <= 1 or not on or batch < BATCH_LANES_MIN_BATCH or n < BATCH_LANES_MIN_N:
+    if BATCH_LANES <= 1 or not on or batch < BATCH_LANES_MIN_BATCH:
+        return 1
+    if not BATCH_LANES_MIN_N <= n <= BATCH_LANES_MAX_N:
         return 1
     return min(BATCH_LANES, batch)
 
