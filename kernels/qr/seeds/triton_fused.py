@@ -299,7 +299,8 @@ WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small f
 # C -= V W sums the partial W's. 0: as many as give ~WY_PROGRAMS programs per SM, with at
 # least 4 row steps (DOT_BK) per range. H200 (session 9, with PERSIST_PANEL): 2 x 4096 20.5 ->
 # 19.2 ms, 1 x 3000 11.6 -> 10.4 ms against 1; alone (split panels) 28.1 -> 26.8 ms at 2 x 4096.
-WY_PROGRAMS = 2
+WY_PROGRAMS = 1  # H200 (session 12, qr_direct side by side, against 2): 2 x 4096 18.71 -> 17.61 ms, 2 x
+# 3000 12.17 -> 11.34, 3 x 3000 13.29 -> 12.85, 8 x 1500 -3%, 1 x 3000 -1%; the rest within 1%
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
