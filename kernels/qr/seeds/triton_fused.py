@@ -18,8 +18,11 @@ one pass per column), which also builds the dlarft factor T and writes V and T; 
 columns then take three float32 batched matmuls (W = V^T C, W = T^T W, C -= V W). Once the
 trailing square is at most FUSED_MAX_N wide it is finished by the fused kernel in one launch.
 
-Launches: 1 for n <= FUSED_MAX_N; otherwise 4 per panel + 1 for the tail square, plus the copy
-of A (n = 512, NB = 32, FUSED_MAX_N = 64: 14 panels, 57 launches).
+Launches: 1 for n <= FUSED_MAX_N; otherwise 2 per panel (the panel and the strip update; 3
+with the two-kernel update) + 1 for the tail square. The first panel and update read A and
+write H where READ_SOURCE allows (a register panel and the strip kernel), else A is copied to H
+first (n = 512, NB = 32, FUSED_MAX_N = 32: 15 panels, 31 launches). Batches of 512+ matrices of
+n = 64-384 are factored as BATCH_LANES slices on their own streams.
 float32 storage; on CUDA the trailing update runs on tensor cores in tf32x3 (three TF32 products
 per float32 product, ~float32 accuracy; plain TF32 would fail the float32 gates), elsewhere in
 float32; IEEE division and square root in the reflector (div_rn, sqrt_rn), x scaled by the
@@ -219,9 +222,9 @@ PERSIST_FIRST_MAX_BATCH = 1
 PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0: ELEMS_PER_THREAD).
 # H200 (session 11, qr_direct side by side, 64 against 0): 2 x 4096 18.61 -> 17.98 ms, 20 x 1500
 # 9.05 -> 8.16, but 8 x 2048 8.87 -> 9.27, 8 x 1500 5.40 -> 5.90, 1 x 3000 11.8 -> 12.3 (hidden n
-# >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). Not measured: 16, the value before
-# ELEMS_PER_THREAD went to 32, which cost 1 x 3000 8% (10.9 -> 11.8 ms, 64-row programs 4 -> 2
-# warps)
+# >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). 16 (session 12, against 0 = 32): 1 x 3000 11.67
+# -> 10.56 ms, 1 x 1500 4.56 -> 4.14, 20 x 1500 8.97 -> 8.53, 1 x 700 -3.5%, 8 x 1500 +2%: the
+# 64-row programs of batch 1 have 4 warps again, as before ELEMS_PER_THREAD went to 32
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
@@ -262,7 +265,8 @@ LOOKAHEAD = True  # few matrices (LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_
 # [2, 64] it is off.
 READ_SOURCE = True  # the blocked path's first register panel and first strip update read the input
 # and write H, instead of a copy of the input first (at 640 x 512 a copy of 671 MB, ~0.35 ms of
-# ~7; graphed shapes factor the graph's own input buffer in place). Unmeasured
+# ~7; graphed shapes factor the graph's own input buffer in place). H200 (session 12, qr_direct
+# side by side): 640 x 512 6.98-7.02 -> 6.78-6.83 ms
 BATCH_LANES = 2  # large batches (at least BATCH_LANES_MIN_BATCH matrices of BATCH_LANES_MIN_N to
 # BATCH_LANES_MAX_N) split into this many slices, each factored on its own stream
 # (`_factor_lanes`), so that one slice's panels run beside another's updates. H200 (session 12,
@@ -292,7 +296,8 @@ STRIP_REVERSE = True  # the strip kernel's second pass over C bottom up (`_wy_st
 # 257 2.16 -> 2.26, 200 x 257 +2.5% (short strips: what both passes touch stays in L2 anyway)
 STRIP_REVERSE_MIN_ROWS = 384
 STRIP_STAGES = 0  # software-pipeline stages of the strip kernel's row loops (0: Triton's default,
-# 3 on CUDA). Unmeasured
+# 3 on CUDA). H200 (session 12): 2 and 4 slower (640 x 512 7.05 -> 7.27 / 7.18 ms, 60 x 1024
+# 4.87 -> 5.11 / 5.02)
 WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
 # kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
 # `_wy_w` is 128 programs walking 4096 rows each, at 1 x 3000 46 programs walking 3000 rows.
