@@ -61,6 +61,11 @@ PATHS = {
     "fused-triton-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT}),
     # the same update as one strip kernel per column strip (W stays in the program)
     "fused-strip-update": ("fused", {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True}),
+    # ... with its tile width for small n (SMALL_DOT_BN: 32 columns here, DOT_BN 16)
+    "fused-strip-small-bn": (
+        "fused",
+        {"FUSED_MAX_N": 8, "NB": 8, **DOT, "FUSE_UPDATE": True, "SMALL_DOT_BN": 32},
+    ),
     # ... its second pass over C bottom up (STRIP_REVERSE), n = 70: a ragged first block
     "fused-strip-reverse": (
         "fused",

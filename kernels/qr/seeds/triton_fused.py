@@ -92,6 +92,7 @@ TUNABLES = {
     "USE_TF32X3": [False, True],
     "FUSE_UPDATE": [True, False],
     "DOT_BN": [32, 64, 128],
+    "SMALL_DOT_BN": [0, 32],
     "USE_GRAPHS": [True, False],
     "GRAPH_MIN_N": [0, 32, 64],
     "SPLIT_TARGET": [0, 128, 256, 512],
@@ -182,7 +183,8 @@ COL_UNROLL = 4  # column steps of the register kernels (`_panel_reg`, `_qr_fused
 # side, benchmark set): 640 x 512 8.70 -> 8.47 (2) -> 8.44 ms (4), 40 x 352 0.743 -> 0.704 ms,
 # 20 x 32 0.023 -> 0.020 ms; geomean 3.726 -> 3.640 (2) -> 3.619 ms (4).
 WIDE_ELEMS_PER_THREAD = 64  # ... in register panels whose programs are at least
-# WIDE_PROGRAMS_PER_SM a SM (the batch fills the GPU several times over: fewer warps a program, more programs an SM).
+# WIDE_PROGRAMS_PER_SM a SM (the batch fills the GPU several times over: fewer warps a program,
+# more programs an SM).
 # H200 (session 11, qr_direct side by side, ELEMS_PER_THREAD 64 against 32 everywhere): 640 x 512
 # 7.59 -> 7.07 ms (4 warps a 512 x 32 panel; only `_panel_reg` reads it there), but 40 x 176
 # 0.215 -> 0.243 and 40 x 352 0.570 -> 0.619, where 40 programs leave the GPU idle
@@ -226,7 +228,8 @@ PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0:
 # -> 10.56 ms, 1 x 1500 4.56 -> 4.14, 20 x 1500 8.97 -> 8.53, 1 x 700 -3.5%, 8 x 1500 +2%: the
 # 64-row programs of batch 1 have 4 warps again, as before ELEMS_PER_THREAD went to 32
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
-PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum)
+PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum). 128
+# loses (session 12, qr_direct side by side: 2 x 4096 17.6 -> 20.3 ms, 1 x 3000 10.5 -> 12.2)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
 # a poll; a resident launch needs a few per barrier): a launch whose programs were not all
 # resident ends with NaN in its panel instead of hanging, a whole call (~100 panels) in seconds
@@ -247,6 +250,10 @@ USE_TF32X3 = True  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISI
 DOT_PRECISION = "tf32x3"  # plain "tf32" fails the float32 gates; "ieee" is SIMT float32
 DOT_BM = 64  # rows of C per update tile
 DOT_BN = 64  # columns of C per tile (both kernels)
+SMALL_DOT_BN = 0  # ... for n <= SMALL_NB_MAX_N (0: DOT_BN). H200 (session 12, qr_direct side by
+# side, DOT_BN = 32 everywhere): 40 x 176 0.217 -> 0.206 ms, 40 x 352 0.575 -> 0.530 (session 10:
+# 2-3%), but 640 x 512 6.44 -> 7.76 and 60 x 1024 4.84 -> 5.33. Off until the hidden shapes of n
+# = 33-384 (500-3000 matrices of 100 or 257, single ones) are measured with it
 DOT_BK = 32  # rows of C per step of W = V^T C
 FORCE_TRITON_UPDATE = False  # tests: the Triton update on the CPU too (in "ieee")
 FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written once) where the
@@ -304,8 +311,9 @@ WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small f
 # C -= V W sums the partial W's. 0: as many as give ~WY_PROGRAMS programs per SM, with at
 # least 4 row steps (DOT_BK) per range. H200 (session 9, with PERSIST_PANEL): 2 x 4096 20.5 ->
 # 19.2 ms, 1 x 3000 11.6 -> 10.4 ms against 1; alone (split panels) 28.1 -> 26.8 ms at 2 x 4096.
-WY_PROGRAMS = 1  # H200 (session 12, qr_direct side by side, against 2): 2 x 4096 18.71 -> 17.61 ms, 2 x
-# 3000 12.17 -> 11.34, 3 x 3000 13.29 -> 12.85, 8 x 1500 -3%, 1 x 3000 -1%; the rest within 1%
+WY_PROGRAMS = 1  # H200 (session 12, qr_direct side by side, against 2): 2 x 4096 18.71 -> 17.61
+# ms, 2 x 3000 12.17 -> 11.34, 3 x 3000 13.29 -> 12.85, 8 x 1500 -3%, 1 x 3000 -1%; the rest
+# within 1%. No split at all (WY_KSPLIT = 1) loses (session 12: 2 x 4096 20.4, 1 x 3000 11.8)
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -716,10 +724,10 @@ def _panel_persist(
     acquire, at most spin_max polls in the whole launch: programs that were not co-resident
     (another process's kernels holding SMs, say) end instead of hanging the GPU, and a program
     that gave up writes NaN for its rows, tau and T, which every later update spreads through
-    the trailing matrix: never a plausible wrong R. Every program sums the
-    partials in the same order, so all build the same reflector and the same T; columns keep
-    their unscaled values until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its
-    rows of H and V. One launch per panel instead of kb + 1; needs every program of a matrix
+    the trailing matrix: never a plausible wrong R. Every program sums the partials in the same
+    order, so all build the same reflector and the same T; columns keep their unscaled values
+    until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its rows of H
+    and V. One launch per panel instead of kb + 1; needs every program of a matrix
     resident at once (the launcher keeps batch * nsplit within the SM count), so the CPU
     interpreter, which runs programs one after another, takes nsplit = 1."""
     mat = tl.program_id(0).to(tl.int64)
@@ -1158,7 +1166,8 @@ def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1, src=None):
             return
         wide = grid[0] * lanes >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
         _panel_reg[grid](
-            h if src is None else src, h, v, t, tau, batch, n, m, kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
+            h if src is None else src, h, v, t, tau, batch, n, m, kb, k, v_bs,
+            MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
             num_warps=_warps(mpp * mb * nbp, WIDE_ELEMS_PER_THREAD if wide else ELEMS_PER_THREAD),
         )  # fmt: skip
     elif _split_programs(batch, m, nbp):
@@ -1211,9 +1220,15 @@ def _wy_ranges(batch: int, strips: int, m: int, device: torch.device) -> int:
     return max(1, min(want, m // (4 * DOT_BK)))
 
 
-def _strip_update(batch: int, nc: int, device: torch.device) -> bool:
-    """Whether an update of nc columns takes the strip kernel (`_wy_strip`)."""
-    return FUSE_UPDATE and batch * triton.cdiv(nc, DOT_BN) >= FUSE_MIN_PROGRAMS * _sm_count(device)
+def _dot_bn(n: int) -> int:
+    """Columns of C per update tile for matrices of order n: SMALL_DOT_BN up to SMALL_NB_MAX_N."""
+    return SMALL_DOT_BN if SMALL_DOT_BN and n <= SMALL_NB_MAX_N else DOT_BN
+
+
+def _strip_update(batch: int, n: int, nc: int, device: torch.device) -> bool:
+    """Whether an update of nc columns of order-n matrices takes the strip kernel (`_wy_strip`)."""
+    programs = batch * triton.cdiv(nc, _dot_bn(n))
+    return FUSE_UPDATE and programs >= FUSE_MIN_PROGRAMS * _sm_count(device)
 
 
 def _apply_panel_triton(h, v, t, k, kb, c0, nc, src=None):
@@ -1225,13 +1240,14 @@ def _apply_panel_triton(h, v, t, k, kb, c0, nc, src=None):
     m = n - k
     nbp = max(16, triton.next_power_of_2(kb))
     prec = DOT_PRECISION if h.is_cuda else "ieee"
-    bn = DOT_BN
+    bn = _dot_bn(n)
     strips = triton.cdiv(nc, bn)
-    if _strip_update(batch, nc, h.device):
+    if _strip_update(batch, n, nc, h.device):
         first = STRIPS_FIRST and batch <= 65535  # a grid's second axis holds at most 65535
         _wy_strip[(strips, batch) if first else (batch, strips)](
-            h if src is None else src, h, v, t, n, m, kb, k, c0, nc, v.shape[1], NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn,
-            PREC=prec, STRIPS_FIRST=first, REVERSE=STRIP_REVERSE and m >= STRIP_REVERSE_MIN_ROWS,
+            h if src is None else src, h, v, t, n, m, kb, k, c0, nc, v.shape[1],
+            NBP=nbp, BK=DOT_BK, BM=DOT_BM, BN=bn, PREC=prec, STRIPS_FIRST=first,
+            REVERSE=STRIP_REVERSE and m >= STRIP_REVERSE_MIN_ROWS,
             num_warps=STRIP_WARPS,
             **({"num_stages": STRIP_STAGES} if STRIP_STAGES else {}),
         )  # fmt: skip
@@ -1360,7 +1376,7 @@ def _reads_source(batch: int, n: int, nb: int, device: torch.device) -> bool:
         reg
         and _persist_plan(batch, n, nbp, device) is None
         and triton_update
-        and _strip_update(batch, n - nb, device)
+        and _strip_update(batch, n, n - nb, device)
     )
 
 
