@@ -544,13 +544,18 @@ def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
 
 def test_the_split_w_takes_enough_row_ranges_to_fill_the_gpu(monkeypatch):
     """WY_KSPLIT = 0 (auto) on an H200 (132 SMs): few matrices get their W in several row
-    ranges (~2 programs per SM), each at least 4 row steps long; a fixed WY_KSPLIT is taken as
-    it is. The kernels themselves: PATHS "fused-two-kernel-ksplit"."""
+    ranges (~WY_PROGRAMS programs per SM: 1 by default, 2 before session 12), each at least 4
+    row steps long; a fixed WY_KSPLIT is taken as it is. The kernels themselves: PATHS
+    "fused-two-kernel-ksplit"."""
     module = SEEDS["fused"]
     gpu = torch.device("cuda", 0)
     monkeypatch.setitem(module._SMS, gpu, 132)
     monkeypatch.setattr(module, "WY_KSPLIT", 0)
     ranges = module._wy_ranges
+    assert module.WY_PROGRAMS == 1
+    assert ranges(2, 64, 4096, gpu) == 2  # 128 strips -> 256 programs
+    assert ranges(1, 47, 3000, gpu) == 3
+    monkeypatch.setattr(module, "WY_PROGRAMS", 2)
     assert ranges(2, 64, 4096, gpu) == 3  # 128 strips -> 384 programs
     assert ranges(1, 47, 3000, gpu) == 6
     assert ranges(1, 2, 200, gpu) == 1  # 200 rows: too few for 4 steps of 32 in two ranges
