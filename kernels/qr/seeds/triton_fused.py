@@ -1203,7 +1203,7 @@ def _apply_panel(h, v, t, k, kb, end=None, start=None, src=None):
     vv = v[:, : m * kb].view(batch, m, kb)
     tt = _t_of(t, batch, kb)
     c = h[:, k:, start:end]
-    if USE_TF32X3 and h.is_cuda or FORCE_TRITON_UPDATE:
+    if _triton_update(h.device):
         _apply_panel_triton(h, v, t, k, kb, start, end - start, src)
         return
     assert src is None, "only the strip kernel reads the input"
@@ -1218,6 +1218,12 @@ def _wy_ranges(batch: int, strips: int, m: int, device: torch.device) -> int:
         return WY_KSPLIT
     want = triton.cdiv(WY_PROGRAMS * _sm_count(device), batch * strips)
     return max(1, min(want, m // (4 * DOT_BK)))
+
+
+def _triton_update(device: torch.device) -> bool:
+    """Whether trailing updates run as the Triton kernels (USE_TF32X3 on CUDA, or a test's
+    FORCE_TRITON_UPDATE) rather than three torch bmm."""
+    return USE_TF32X3 and device.type == "cuda" or FORCE_TRITON_UPDATE
 
 
 def _dot_bn(n: int) -> int:
@@ -1371,11 +1377,10 @@ def _reads_source(batch: int, n: int, nb: int, device: torch.device) -> bool:
     nbp = max(2, triton.next_power_of_2(nb))
     mb = max(2, triton.next_power_of_2(n))
     reg = mb * nbp <= REG_ELEMS and not (REG_SPLIT and nbp >= 32)
-    triton_update = USE_TF32X3 and device.type == "cuda" or FORCE_TRITON_UPDATE
     return (
         reg
         and _persist_plan(batch, n, nbp, device) is None
-        and triton_update
+        and _triton_update(device)
         and _strip_update(batch, n, n - nb, device)
     )
 
@@ -1433,21 +1438,23 @@ def _factor_lanes(h, tau, lanes: int, src=None) -> None:
     the capture's) stream; on the CPU the slices run one after another."""
     batch = h.shape[0]
     bounds = [batch * i // lanes for i in range(lanes + 1)]
-    if h.device.type != "cuda":
-        for i0, i1 in zip(bounds, bounds[1:]):
+    cuda = h.device.type == "cuda"
+    if cuda:
+        key = (h.device, lanes)
+        if key not in _LANE_STREAMS:
+            _LANE_STREAMS[key] = [torch.cuda.Stream(h.device) for _ in range(lanes)]
+        main = torch.cuda.current_stream(h.device)
+        streams = _LANE_STREAMS[key]
+    for i, (i0, i1) in enumerate(zip(bounds, bounds[1:])):
+        lane = contextlib.nullcontext()
+        if cuda:
+            streams[i].wait_stream(main)
+            lane = torch.cuda.stream(streams[i])
+        with lane:
             _factor_blocked(h[i0:i1], tau[i0:i1], lanes, None if src is None else src[i0:i1])
-        return
-    key = (h.device, lanes)
-    if key not in _LANE_STREAMS:
-        _LANE_STREAMS[key] = [torch.cuda.Stream(h.device) for _ in range(lanes)]
-    main = torch.cuda.current_stream(h.device)
-    streams = _LANE_STREAMS[key]
-    for s, i0, i1 in zip(streams, bounds, bounds[1:]):
-        s.wait_stream(main)
-        with torch.cuda.stream(s):
-            _factor_blocked(h[i0:i1], tau[i0:i1], lanes, None if src is None else src[i0:i1])
-    for s in streams:
-        main.wait_stream(s)
+    if cuda:
+        for s in streams:
+            main.wait_stream(s)
 
 
 def _lookahead(batch: int, device: torch.device) -> bool:
