@@ -122,6 +122,7 @@ TUNABLES = {
     "STRIP_STAGES": [0, 1, 2, 4],
     "READ_SOURCE": [True, False],
     "STRIP_REVERSE": [False, True],
+    "CHOL_PANEL": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -168,6 +169,18 @@ REG_STATS = False  # ... their column step with one reduction over rows (x^T A a
 # instructions). Slower still (session 11): 640 x 512 8.72 ms, 60 x 1024 5.33
 REG_SPLIT_KC = 32  # rows per chunk of those dots (a dot over all rows spills: each warp would
 # hold a whole 16 x MB operand)
+CHOL_PANEL = False  # register panels of whole NB-wide blocks with at least CHOL_MIN_ROWS rows:
+# `_panel_chol` (CholeskyQR2 + Householder reconstruction, guarded per matrix) first, the column
+# walk of `_panel_reg` only for the matrices its guard refused. Unmeasured
+CHOL_MIN_ROWS = 128
+CHOL_KC = 32  # rows per tl.dot chunk of its passes over the panel
+CHOL_WARPS = 1  # warps per program (one matrix): its eliminations of NB x NB blocks reduce
+# within a warp
+CHOL_TOL = 1e-5  # a pivot of G1 below this times its diagonal entry refuses the fast path
+CHOL_GUARD = 0.5  # ... and so does ||Q1^T Q1 - I||_F above this
+CHOL_KAPPA = 256.0  # ... and kappa_F of the panel with unit columns above this (well-conditioned
+# 32-column panels: ~32-60; the error of the fast path grows with it)
+CHOL_CPU = False  # tests: the CholeskyQR panel on the CPU too
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 32  # register-tile elements per thread in the panel kernels (sets their warps:
@@ -329,12 +342,17 @@ CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Pyt
 
 @triton.jit
 def _panel_reg(
-    S, H, V, T, TAU, batch, n, m, kb, k, v_bs,
+    S, H, V, T, TAU, FLAG, batch, n, m, kb, k, v_bs,
     MPP: tl.constexpr, MB: tl.constexpr, NBP: tl.constexpr, COL_UNROLL: tl.constexpr,
+    SKIP: tl.constexpr,
 ):  # fmt: skip
     """Panel h[:, k:, k:k+kb] of MPP matrices per program, held in registers as one
     [MPP, MB, NBP] block, read from S (H itself, or the input for the first panel: no copy of
-    the batch first); writes R and v to H, tau, V and T (dlarft)."""
+    the batch first); writes R and v to H, tau, V and T (dlarft). SKIP (MPP = 1): a program
+    whose FLAG entry is nonzero returns at once (`_panel_chol` factored that panel)."""
+    if SKIP:
+        if tl.load(FLAG + tl.program_id(0)) != 0:
+            return
     mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
     mok = (mats < batch)[:, None, None]
     rows = tl.arange(0, MB)
@@ -396,6 +414,120 @@ def _panel_reg(
     tl.store(vptr, vblock, mask=inb)
     tptr = (T + mats * (kb * kb))[:, None, None] + (ti * kb + c3)
     tl.store(tptr, t, mask=mok & (ti < kb) & (c3 < kb))
+
+
+@triton.jit
+def _col_elim(x, ri, ci, NBP: tl.constexpr, SIGNS: tl.constexpr):
+    """Gaussian elimination by columns, no pivoting, of a [NBP, NBP] block x: column j is
+    divided by its pivot and subtracted from the columns after it, so x W = L with L unit lower
+    triangular and W upper triangular (the same column operations on the identity: W is
+    returned). SIGNS: the pivot of column j is p - s_j with s_j = -sign(p) (p + 1 or p - 1,
+    |pivot| >= 1): x - diag(s) = L W^-1, the LU of Householder reconstruction. Returns (L, W,
+    the pivots and the signs as [1, NBP] rows). x = L U with U = W^-1 (upper: for an upper
+    triangular x, L = I and W = x^-1; for a symmetric x = L D L^T, W = L^-T D^-1)."""
+    e = tl.where(ri == ci, 1.0, 0.0)
+    pv = tl.zeros([1, NBP], tl.float32)
+    sv = tl.zeros([1, NBP], tl.float32)
+    for j in range(0, NBP):
+        rowj = tl.reduce(tl.where(ri == j, x, 0.0), 0, _add)[None, :]  # x[j, :]
+        p = tl.reduce(tl.where(ci == j, rowj, 0.0), 1, _add)[:, None]  # [1, 1]
+        if SIGNS:
+            s = tl.where(p >= 0, -1.0, 1.0)
+            sv = tl.where(ci == j, s, sv)
+            p = p - s
+        pv = tl.where(ci == j, p, pv)
+        rp = tl.div_rn(tl.full(p.shape, 1.0, tl.float32), p)
+        f = tl.where(ci > j, rowj * rp, 0.0)  # multipliers of column j, one per later column
+        xc = tl.reduce(tl.where(ci == j, x, 0.0), 1, _add)[:, None]  # x[:, j]
+        xc = tl.where(ri == j, p, xc)
+        ec = tl.reduce(tl.where(ci == j, e, 0.0), 1, _add)[:, None]
+        x = tl.where(ci == j, xc * rp, x - xc * f)
+        e = tl.where(ci == j, ec * rp, e - ec * f)
+    return x, e, pv, sv
+
+
+@triton.jit
+def _panel_chol(
+    S, H, V, T, TAU, FLAG, n, m, k, v_bs, chol_tol, guard, kappa,
+    NBP: tl.constexpr, KC: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    """Panel h[:, k:, k:k+NBP] of one matrix per program without a column walk over its rows:
+    CholeskyQR2 (G1 = P^T P, R1 = chol(G1), Q1 = P R1^-1, G2 = Q1^T Q1, R2 = chol(G2), R = R2 R1;
+    Grams and products with tl.dot over row chunks of KC, read from S each pass), then
+    Householder reconstruction as `_tsqr_panel` (Q - [S; 0] = L U without pivoting, signs picked
+    on the way: V = L, R_h = S R), tau_i = 2 / ||v_i||^2 and T = (striu(V^T V) + diag(V^T V) /
+    2)^-1 (the UT transform: exactly the T of the stored reflectors). The only serial work is
+    four eliminations of NBP x NBP blocks. Guarded: FLAG[matrix] = 1 and the panel written only
+    if every pivot of G1 exceeds chol_tol * its diagonal entry, ||G2 - I||_F <= guard (then
+    kappa(Q1)^2 <= (1 + guard) / (1 - guard): the second step is well conditioned and Q is
+    orthonormal to working precision) and the column-scaled kappa_F of P is at most kappa
+    (the explicit inverses' errors grow with it); else FLAG = 0, nothing written, and `_panel_reg`
+    (SKIP) factors that matrix's panel. Needs kb = NBP (whole panels) and m >= NBP."""
+    b = tl.program_id(0).to(tl.int64)
+    ri = tl.arange(0, NBP)[:, None]
+    ci = tl.arange(0, NBP)[None, :]
+    kr = tl.arange(0, KC)[:, None]
+    base = b * n * n + (k * n + k)
+    eye = tl.where(ri == ci, 1.0, 0.0)
+    g = tl.zeros([NBP, NBP], tl.float32)
+    for r0 in range(0, m, KC):
+        p = tl.load(S + base + (r0 + kr) * n + ci, mask=r0 + kr < m, other=0.0)
+        g += tl.dot(tl.trans(p), p, input_precision=PREC)
+    gd = tl.reduce(tl.where(ri == ci, g, 0.0), 0, _add)[None, :]  # diag(G1) as a row
+    l1, w1, d1, _ = _col_elim(g, ri, ci, NBP, False)  # G1 = L D L^T, w1 = L^-T D^-1
+    ok1 = tl.reduce(tl.where(d1 > chol_tol * gd, 0, 1), 1, _add)  # [1]: failed pivots
+    d1 = tl.where(d1 > 0, d1, 1.0)
+    sd1 = tl.sqrt_rn(d1)  # [1, NBP]
+    r1inv = w1 * sd1  # R1^-1 = L^-T D^-1/2
+    sd1c = tl.reduce(tl.where(ri == ci, sd1, 0.0), 1, _add)[:, None]  # as a column
+    r1 = tl.where(ri <= ci, tl.trans(l1) * sd1c, 0.0)  # R1 = D^1/2 L^T
+    g2 = tl.zeros([NBP, NBP], tl.float32)
+    for r0 in range(0, m, KC):
+        p = tl.load(S + base + (r0 + kr) * n + ci, mask=r0 + kr < m, other=0.0)
+        q = tl.dot(p, r1inv, input_precision=PREC)
+        g2 += tl.dot(tl.trans(q), q, input_precision=PREC)
+    dev = tl.reduce(tl.reduce((g2 - eye) * (g2 - eye), 1, _add), 0, _add)
+    l2, w2, d2, _ = _col_elim(g2, ri, ci, NBP, False)
+    ok2 = tl.reduce(tl.where(d2 > 0, 0, 1), 1, _add)
+    d2 = tl.where(d2 > 0, d2, 1.0)
+    sd2 = tl.sqrt_rn(d2)
+    r2inv = w2 * sd2
+    sd2c = tl.reduce(tl.where(ri == ci, sd2, 0.0), 1, _add)[:, None]
+    r2 = tl.where(ri <= ci, tl.trans(l2) * sd2c, 0.0)
+    r = tl.where(ri <= ci, tl.dot(r2, r1, input_precision=PREC), 0.0)
+    rinv = tl.where(ri <= ci, tl.dot(r1inv, r2inv, input_precision=PREC), 0.0)
+    ptop = tl.load(S + base + ri * n + ci)
+    qtop = tl.dot(ptop, rinv, input_precision=PREC)
+    lu, uinv, _, sv = _col_elim(qtop, ri, ci, NBP, True)  # Qtop - diag(s) = L1 U
+    mm = tl.dot(rinv, tl.where(ri <= ci, uinv, 0.0), input_precision=PREC)  # V2 = P2 R^-1 U^-1
+    fin = tl.reduce(tl.reduce(tl.where(tl.abs(mm) < 3.0e38, 0, 1), 1, _add), 0, _add)  # NaN too
+    # kappa_F of P with unit columns (an upper bound of kappa_2; CholeskyQR's and the explicit
+    # inverses' errors grow with it, relative to each column's norm): ||P D^-1||_F^2 = NBP,
+    # ||D R^-1||_F^2 = sum_i G_ii ||row i of R^-1||^2
+    gdc = tl.reduce(tl.where(ri == ci, g, 0.0), 1, _add)[:, None]
+    kap2 = NBP * tl.reduce(tl.reduce(gdc * rinv * rinv, 1, _add), 0, _add)
+    bad = tl.reduce(ok1, 0, _add) + tl.reduce(ok2, 0, _add) + fin
+    ok = (bad == 0) & (dev <= guard * guard) & (kap2 <= kappa * kappa)
+    tl.store(FLAG + b, ok.to(tl.int32))
+    if ok:
+        vtop = tl.where(ri > ci, lu, eye)
+        vtv = tl.dot(tl.trans(vtop), vtop, input_precision=PREC)
+        vb = V + b * v_bs
+        for r0 in range(NBP, m, KC):
+            rows = r0 + kr
+            p = tl.load(S + base + rows * n + ci, mask=rows < m, other=0.0)
+            vc = tl.dot(p, mm, input_precision=PREC)
+            tl.store(H + base + rows * n + ci, vc, mask=rows < m)
+            tl.store(vb + rows * NBP + ci, vc, mask=rows < m)
+            vtv += tl.dot(tl.trans(vc), vc, input_precision=PREC)
+        svc = tl.reduce(tl.where(ri == ci, sv, 0.0), 1, _add)[:, None]
+        tl.store(H + base + ri * n + ci, tl.where(ri <= ci, svc * r, lu))
+        tl.store(vb + ri * NBP + ci, vtop)
+        # T^-1 = striu(V^T V) + diag(V^T V) / 2 (upper); its inverse by the same elimination
+        tinv = tl.where(ri < ci, vtv, tl.where(ri == ci, 0.5 * vtv, 0.0))
+        _, tt, tp, _ = _col_elim(tinv, ri, ci, NBP, False)
+        tl.store(T + b * (NBP * NBP) + ri * NBP + ci, tl.where(ri <= ci, tt, 0.0))
+        tl.store(TAU + b * n + k + ci, tl.div_rn(tl.full(tp.shape, 1.0, tl.float32), tp))
 
 
 @triton.jit
@@ -1077,8 +1209,8 @@ def _reg_panel(x, v, t, tau, kb, nbp):
     mb = max(2, triton.next_power_of_2(rows))
     mpp = _per_program(batch, mb * nbp, x.is_cuda)
     _panel_reg[(triton.cdiv(batch, mpp),)](
-        x, x, v, t, tau, batch, rows, rows, kb, 0, v.shape[1], MPP=mpp, MB=mb, NBP=nbp,
-        COL_UNROLL=COL_UNROLL,
+        x, x, v, t, tau, tau, batch, rows, rows, kb, 0, v.shape[1], MPP=mpp, MB=mb, NBP=nbp,
+        COL_UNROLL=COL_UNROLL, SKIP=False,
         num_warps=_warps(mpp * mb * nbp, ELEMS_PER_THREAD),
     )  # fmt: skip
 
@@ -1165,9 +1297,19 @@ def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1, src=None):
             )  # fmt: skip
             return
         wide = grid[0] * lanes >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
+        flag = tau  # unread unless SKIP
+        if _chol_panel(batch, m, kb, nbp, h.device):
+            flag = torch.empty(batch, dtype=torch.int32, device=h.device)
+            _panel_chol[(batch,)](
+                h if src is None else src, h, v, t, tau, flag, n, m, k, v_bs, CHOL_TOL,
+                CHOL_GUARD, CHOL_KAPPA, NBP=nbp, KC=CHOL_KC, PREC=DOT_PRECISION if h.is_cuda else "ieee",
+                num_warps=CHOL_WARPS,
+            )  # fmt: skip
+            mpp = 1
+            grid = (batch,)
         _panel_reg[grid](
-            h if src is None else src, h, v, t, tau, batch, n, m, kb, k, v_bs,
-            MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL,
+            h if src is None else src, h, v, t, tau, flag, batch, n, m, kb, k, v_bs,
+            MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL, SKIP=flag is not tau,
             num_warps=_warps(mpp * mb * nbp, WIDE_ELEMS_PER_THREAD if wide else ELEMS_PER_THREAD),
         )  # fmt: skip
     elif _split_programs(batch, m, nbp):
@@ -1182,6 +1324,14 @@ def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1, src=None):
             h, v, t, tau, n, m, kb, k, v_bs, RB=rb, NBP=nbp,
             num_warps=STREAM_WARPS,
         )  # fmt: skip
+
+
+def _chol_panel(batch: int, m: int, kb: int, nbp: int, device: torch.device) -> bool:
+    """Whether a register panel of m rows goes to `_panel_chol` first (CHOL_PANEL): whole
+    panels of at least 16 columns (tl.dot's smallest), at least CHOL_MIN_ROWS rows, on CUDA
+    (or the CPU when a test asks)."""
+    on = device.type == "cuda" or CHOL_CPU
+    return CHOL_PANEL and on and kb == nbp >= 16 and m >= max(CHOL_MIN_ROWS, nbp)
 
 
 def _t_of(t: torch.Tensor, batch: int, kb: int) -> torch.Tensor:
