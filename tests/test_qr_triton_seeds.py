@@ -598,3 +598,30 @@ def test_reg_split_takes_the_two_level_register_panel(monkeypatch):
     assert_passes(a, run("fused", a, monkeypatch, REG_SPLIT=True, SMALL_NB=0), "REG_SPLIT n=70")
     with pytest.raises(TypeError):
         run("fused", a, monkeypatch, REG_SPLIT=True, SMALL_NB=16)
+
+
+def test_the_choleskyqr_panel_factors_what_its_guard_accepts_and_refers_the_rest(monkeypatch):
+    """CHOL_PANEL: `_panel_chol` factors each whole 16-wide panel of 16+ rows, and the column
+    walk (`_panel_reg` with SKIP) only the matrices its guard refused (FLAG 0): the first panel
+    of the nearly collinear matrix."""
+    module = SEEDS["fused"]
+    kernel = module._panel_chol
+    flags = []
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                kernel[grid](*args, **kwargs)
+                flags.append(args[5].clone())
+
+            return launch
+
+    monkeypatch.setattr(module, "_panel_chol", Spy())
+    a = every_family(48)
+    constants = {"CHOL_PANEL": True, "CHOL_CPU": True, "CHOL_MIN_ROWS": 16}
+    assert_passes(a, run("fused", a, monkeypatch, **constants), "cholqr panel n=48")
+    got = torch.stack(flags)  # (panels, matrices)
+    assert got.shape == (1, 10) and got.sum() >= 6, got
+    fams = BASE_FAMILIES + ["mixed", "mixed"]
+    assert got[0, fams.index("nearcollinear")] == 0
+    assert got[0, fams.index("dense")] == 1
