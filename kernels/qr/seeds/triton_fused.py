@@ -171,7 +171,9 @@ REG_SPLIT_KC = 32  # rows per chunk of those dots (a dot over all rows spills: e
 # hold a whole 16 x MB operand)
 CHOL_PANEL = False  # register panels of whole NB-wide blocks with at least CHOL_MIN_ROWS rows:
 # `_panel_chol` (CholeskyQR2 + Householder reconstruction, guarded per matrix) first, the column
-# walk of `_panel_reg` only for the matrices its guard refused. Unmeasured
+# walk of `_panel_reg` only for the matrices its guard refused. Off: H200 (session 13, qr_direct
+# side by side) benchmark geomean 2.568 -> 3.321 ms; 640 x 512 dense / clustered 2-3% faster,
+# mixed 6.60 -> 7.24, 60 x 1024 4.83 -> 8.14 (one latency-bound program a matrix)
 CHOL_MIN_ROWS = 128
 CHOL_KC = 32  # rows per tl.dot chunk of its passes over the panel
 CHOL_WARPS = 1  # warps per program (one matrix): its eliminations of NB x NB blocks reduce
@@ -447,6 +449,17 @@ def _col_elim(x, ri, ci, NBP: tl.constexpr, SIGNS: tl.constexpr):
 
 
 @triton.jit
+def _chol_inv(g, ri, ci, NBP: tl.constexpr):
+    """Cholesky factor of a symmetric [NBP, NBP] block by `_col_elim` (g = L D L^T, W = L^-T
+    D^-1): R = D^1/2 L^T (upper), R^-1 = L^-T D^-1/2, and the pivots D as a [1, NBP] row
+    (a pivot <= 0 is taken as 1 in R and R^-1: the caller's guard refuses the panel)."""
+    l, w, d, _ = _col_elim(g, ri, ci, NBP, False)
+    sd = tl.sqrt_rn(tl.where(d > 0, d, 1.0))  # [1, NBP]
+    sdc = tl.reduce(tl.where(ri == ci, sd, 0.0), 1, _add)[:, None]  # as a column
+    return tl.where(ri <= ci, tl.trans(l) * sdc, 0.0), w * sd, d
+
+
+@triton.jit
 def _panel_chol(
     S, H, V, T, TAU, FLAG, n, m, k, v_bs, chol_tol, guard, kappa,
     NBP: tl.constexpr, KC: tl.constexpr, PREC: tl.constexpr,
@@ -474,26 +487,16 @@ def _panel_chol(
         p = tl.load(S + base + (r0 + kr) * n + ci, mask=r0 + kr < m, other=0.0)
         g += tl.dot(tl.trans(p), p, input_precision=PREC)
     gd = tl.reduce(tl.where(ri == ci, g, 0.0), 0, _add)[None, :]  # diag(G1) as a row
-    l1, w1, d1, _ = _col_elim(g, ri, ci, NBP, False)  # G1 = L D L^T, w1 = L^-T D^-1
+    r1, r1inv, d1 = _chol_inv(g, ri, ci, NBP)
     ok1 = tl.reduce(tl.where(d1 > chol_tol * gd, 0, 1), 1, _add)  # [1]: failed pivots
-    d1 = tl.where(d1 > 0, d1, 1.0)
-    sd1 = tl.sqrt_rn(d1)  # [1, NBP]
-    r1inv = w1 * sd1  # R1^-1 = L^-T D^-1/2
-    sd1c = tl.reduce(tl.where(ri == ci, sd1, 0.0), 1, _add)[:, None]  # as a column
-    r1 = tl.where(ri <= ci, tl.trans(l1) * sd1c, 0.0)  # R1 = D^1/2 L^T
     g2 = tl.zeros([NBP, NBP], tl.float32)
     for r0 in range(0, m, KC):
         p = tl.load(S + base + (r0 + kr) * n + ci, mask=r0 + kr < m, other=0.0)
         q = tl.dot(p, r1inv, input_precision=PREC)
         g2 += tl.dot(tl.trans(q), q, input_precision=PREC)
     dev = tl.reduce(tl.reduce((g2 - eye) * (g2 - eye), 1, _add), 0, _add)
-    l2, w2, d2, _ = _col_elim(g2, ri, ci, NBP, False)
+    r2, r2inv, d2 = _chol_inv(g2, ri, ci, NBP)
     ok2 = tl.reduce(tl.where(d2 > 0, 0, 1), 1, _add)
-    d2 = tl.where(d2 > 0, d2, 1.0)
-    sd2 = tl.sqrt_rn(d2)
-    r2inv = w2 * sd2
-    sd2c = tl.reduce(tl.where(ri == ci, sd2, 0.0), 1, _add)[:, None]
-    r2 = tl.where(ri <= ci, tl.trans(l2) * sd2c, 0.0)
     r = tl.where(ri <= ci, tl.dot(r2, r1, input_precision=PREC), 0.0)
     rinv = tl.where(ri <= ci, tl.dot(r1inv, r2inv, input_precision=PREC), 0.0)
     ptop = tl.load(S + base + ri * n + ci)
@@ -1297,19 +1300,19 @@ def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1, src=None):
             )  # fmt: skip
             return
         wide = grid[0] * lanes >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
-        flag = tau  # unread unless SKIP
+        flag = None  # `_panel_chol`'s verdicts, which `_panel_reg` then skips
         if _chol_panel(batch, m, kb, nbp, h.device):
             flag = torch.empty(batch, dtype=torch.int32, device=h.device)
             _panel_chol[(batch,)](
                 h if src is None else src, h, v, t, tau, flag, n, m, k, v_bs, CHOL_TOL,
-                CHOL_GUARD, CHOL_KAPPA, NBP=nbp, KC=CHOL_KC, PREC=DOT_PRECISION if h.is_cuda else "ieee",
-                num_warps=CHOL_WARPS,
+                CHOL_GUARD, CHOL_KAPPA, NBP=nbp, KC=CHOL_KC,
+                PREC=DOT_PRECISION if h.is_cuda else "ieee", num_warps=CHOL_WARPS,
             )  # fmt: skip
             mpp = 1
             grid = (batch,)
         _panel_reg[grid](
-            h if src is None else src, h, v, t, tau, flag, batch, n, m, kb, k, v_bs,
-            MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL, SKIP=flag is not tau,
+            h if src is None else src, h, v, t, tau, tau if flag is None else flag, batch, n, m,
+            kb, k, v_bs, MPP=mpp, MB=mb, NBP=nbp, COL_UNROLL=COL_UNROLL, SKIP=flag is not None,
             num_warps=_warps(mpp * mb * nbp, WIDE_ELEMS_PER_THREAD if wide else ELEMS_PER_THREAD),
         )  # fmt: skip
     elif _split_programs(batch, m, nbp):
