@@ -625,3 +625,53 @@ def test_the_choleskyqr_panel_factors_what_its_guard_accepts_and_refers_the_rest
     fams = BASE_FAMILIES + ["mixed", "mixed"]
     assert got[0, fams.index("nearcollinear")] == 0
     assert got[0, fams.index("dense")] == 1
+
+
+GRAM_ROUTES = {
+    # tall panels: `_panel_gram`, then `_panel_persist` (SKIP) for the refused matrices
+    "persist": {"REG_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2, "PERSIST_PANEL": True},
+    # register panels of a small batch: `_panel_gram`, then `_panel_reg` (SKIP); the first
+    # panel read from the input (READ_SOURCE, with the strip kernel)
+    "register": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
+}
+
+
+@pytest.mark.parametrize("route", list(GRAM_ROUTES))
+def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monkeypatch, route):
+    """GRAM_PANEL: every 16-column panel of the route (one program per matrix in the
+    interpreter) goes to `_panel_gram` first, and the column walk (SKIP) takes only the
+    matrices its guard refused: a column whose part below the diagonal is under GRAM_TOL of its
+    Gram entry. Every family passes the checker; the dense matrix is the Gram panel's, the nearly
+    collinear one (its columns' parts below the first are ~1e-4 of them) the walk's."""
+    module = SEEDS["fused"]
+    kernel = module._panel_gram
+    flags = []
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                kernel[grid](*args, **kwargs)
+                flags.append(args[7].clone())
+
+            return launch
+
+    monkeypatch.setattr(module, "_panel_gram", Spy())
+    a = every_family(48)
+    constants = {"NB": 16, "FUSED_MAX_N": 4, "GRAM_PANEL": True, "GRAM_CPU": True,
+                 **GRAM_ROUTES[route]}  # fmt: skip
+    if route == "register":
+        assert SEEDS["fused"]._reads_source(10, 48, 16, torch.device("cpu")) is False  # off here
+        monkeypatch.setattr(module, "FORCE_TRITON_UPDATE", True)
+        assert module._reads_source(10, 48, 16, torch.device("cpu"))
+    out = run("fused", a, monkeypatch, **constants)
+    assert_passes(a, out, "gram panel n=48")
+    got = torch.stack(flags)  # (panels, matrices)
+    assert got.shape == (3, 10), got.shape
+    fams = BASE_FAMILIES + ["mixed", "mixed"]
+    assert got[:, fams.index("dense")].tolist() == [1, 1, 1]
+    assert got[0, fams.index("nearcollinear")] == 0
+    # the same factors as the walk up to rounding where every panel was accepted (dense)
+    ref_h, ref_tau = run("fused", a, monkeypatch, **{**constants, "GRAM_PANEL": False})
+    d = fams.index("dense")
+    assert torch.allclose(out[0][d], ref_h[d], atol=1e-4, rtol=1e-3)
+    assert torch.allclose(out[1][d], ref_tau[d], atol=1e-5)

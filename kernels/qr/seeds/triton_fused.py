@@ -123,6 +123,9 @@ TUNABLES = {
     "READ_SOURCE": [True, False],
     "STRIP_REVERSE": [False, True],
     "CHOL_PANEL": [False, True],
+    "GRAM_PANEL": [False, True],
+    "GRAM_WARPS": [0, 4, 8],
+    "GRAM_REG_MAX_BATCH": [0, 64],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -242,6 +245,18 @@ PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0:
 # >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). 16 (session 12, against 0 = 32): 1 x 3000 11.67
 # -> 10.56 ms, 1 x 1500 4.56 -> 4.14, 20 x 1500 8.97 -> 8.53, 1 x 700 -3.5%, 8 x 1500 +2%: the
 # 64-row programs of batch 1 have 4 warps again, as before ELEMS_PER_THREAD went to 32
+GRAM_PANEL = False  # persistent panels through the Gram matrix first (`_panel_gram`): one barrier
+# for G = P^T P instead of one a column, the column walk on the top NBP x NBP block with the
+# statistics from G, the programs' rows by one product with the walk's transform, a second
+# barrier for V^T V (tau and T); matrices its guard refuses take `_panel_persist` (SKIP)
+GRAM_TOL = 1e-2  # ... a column whose part below the diagonal, ||x||^2 = G_jj - (its top rows')^2,
+# is below this fraction of G_jj refuses the matrix's panel (that difference loses digits:
+# its relative error is ~eps G_jj / ||x||^2)
+GRAM_REG_MAX_BATCH = 0  # ... also in front of register panels (`_panel_reg` walks the refused
+# matrices) for batches up to this many matrices (0: never), panels of GRAM_REG_MIN_ROWS+ rows
+GRAM_REG_MIN_ROWS = 256
+GRAM_WARPS = 0  # warps of a `_panel_gram` program (0: as `_panel_persist`)
+GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum). 128
 # loses (session 12, qr_direct side by side: 2 x 4096 17.6 -> 20.3 ms, 1 x 3000 10.5 -> 12.2)
@@ -848,8 +863,8 @@ def _panel_split(
 
 @triton.jit
 def _panel_persist(
-    H, V, T, TAU, S, CNT, n, m, kb, k, v_bs, nsplit, spin_max,
-    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr,
+    H, V, T, TAU, S, CNT, FLAG, n, m, kb, k, v_bs, nsplit, spin_max,
+    RB: tl.constexpr, NBP: tl.constexpr, PP: tl.constexpr, SKIP: tl.constexpr,
 ):  # fmt: skip
     """Tall panel of one matrix in ONE launch over `nsplit` co-resident programs per matrix
     (grid (batch, nsplit); program p owns rows [p * RB, (p + 1) * RB) and keeps them in
@@ -864,8 +879,12 @@ def _panel_persist(
     until the end, as in `_panel_reg`. Program 0 writes tau and T; every program its rows of H
     and V. One launch per panel instead of kb + 1; needs every program of a matrix
     resident at once (the launcher keeps batch * nsplit within the SM count), so the CPU
-    interpreter, which runs programs one after another, takes nsplit = 1."""
+    interpreter, which runs programs one after another, takes nsplit = 1. SKIP: a matrix whose
+    FLAG entry is nonzero returns at once (`_panel_gram` factored its panel)."""
     mat = tl.program_id(0).to(tl.int64)
+    if SKIP:
+        if tl.load(FLAG + mat) != 0:
+            return
     p = tl.program_id(1)
     hp = H + mat * n * n + k * n + k
     r = p * RB + tl.arange(0, RB)
@@ -949,6 +968,125 @@ def _panel_persist(
     first = p == 0
     tl.store(TAU + mat * n + k + cols, tauv, mask=first & (cols < kb))
     tl.store(T + mat * (kb * kb) + ti * kb + c2, t, mask=first & (ti < kb) & (c2 < kb))
+
+
+@triton.jit
+def _panel_gram(
+    S, H, V, T, TAU, GB, CNT, FLAG, n, m, kb, k, v_bs, nsplit, spin_max, tol,
+    RB: tl.constexpr, NBP: tl.constexpr, PREC: tl.constexpr,
+):  # fmt: skip
+    """Tall panel of one matrix over `nsplit` co-resident programs (grid and rows as
+    `_panel_persist`) with two barriers instead of one a column. Householder reflectors keep
+    the Gram matrix: after reflectors 0..j-1 the panel A_j = H_j-1..H_0 P still has A_j^T A_j
+    = G = P^T P, and its rows 0..j-1 are R's. So column j's statistics over the rows below the
+    diagonal are G's row j less the top rows' part: s_c = G_jc - sum_{r <= j} A_j[r, j]
+    A_j[r, c] (s_j = ||x||^2). The programs add their P^T P into GB with atomics and meet at
+    a barrier; each then walks the top NBP x NBP block alone (the same reflectors everywhere:
+    the same G and code), composing each row's update a_r <- a_r (I - tau / (alpha - beta) e_j
+    w^T) into M, so its own rows become A M in one product, and their v = (A M)[:, c] / (alpha_c
+    - beta_c). V^T V through GB and a second barrier gives tau = 2 / ||v||^2 (each stored
+    reflector orthogonal) and T (dlarft). Guard: the difference s_j loses digits as x shrinks
+    against the column, so a column with 0 < ... ||x||^2 < tol * G_jj (or a NaN) refuses the
+    matrix: FLAG[matrix] = 0, nothing written, and `_panel_persist` (SKIP) factors it. A zero
+    column (G_jj = 0) is no reflector, as in the walk. A program that gave up at a barrier
+    writes NaN for its rows (and tau and T if it is program 0), as `_panel_persist` does."""
+    mat = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1)
+    hp = H + mat * n * n + k * n + k
+    sp = S + mat * n * n + k * n + k  # H, or the input for a first panel
+    r = p * RB + tl.arange(0, RB)
+    r2 = r[:, None]
+    cols = tl.arange(0, NBP)
+    c2 = cols[None, :]
+    ri = cols[:, None]  # row index of the NBP x NBP blocks
+    own = (r2 < m) & (c2 < kb)
+    a = tl.load(sp + r2 * n + c2, mask=own, other=0.0)
+    # every program reads the top block before the first barrier; program 0 writes it after
+    # the second, which no program passes before all have arrived there
+    tb = tl.load(sp + ri * n + c2, mask=(ri < m) & (c2 < kb), other=0.0)
+    tile = ri * NBP + c2
+    gb = GB + mat * (2 * NBP * NBP)  # [G, V^T V]
+    cnt = CNT + mat
+    tl.atomic_add(gb + tile, tl.dot(tl.trans(a), a, input_precision=PREC), sem="relaxed")
+    tl.debug_barrier()
+    tl.atomic_add(cnt, 1, sem="release", scope="gpu")
+    spins = 0
+    while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < nsplit) & (spins < spin_max):
+        spins += 1
+    tl.debug_barrier()
+    g = tl.load(gb + tile, cache_modifier=".cg")
+    mt = tl.where(ri == c2, 1.0, 0.0)
+    tauv = tl.zeros([NBP], tl.float32)
+    rinvv = tl.zeros([NBP], tl.float32)
+    diagv = tl.zeros([NBP], tl.float32)
+    bad = tl.zeros([NBP], tl.int32)
+    for j in range(0, kb):
+        colj = tl.reduce(tl.where(c2 == j, tb, 0.0), 1, _add)  # by row
+        arow = tl.reduce(tl.where(ri == j, tb, 0.0), 0, _add)  # by column
+        grow = tl.reduce(tl.where(ri == j, g, 0.0), 0, _add)
+        s = grow - tl.reduce(tb * tl.where(cols <= j, colj, 0.0)[:, None], 0, _add)
+        gjj = tl.reduce(tl.where(cols == j, grow, 0.0), 0, _add)
+        alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
+        xx = tl.reduce(tl.where(cols == j, s, 0.0), 0, _add)
+        below = j < m - 1  # any row below the diagonal (a last row: no reflector)
+        verdict = tl.where(below, tl.where(xx >= tol * gjj, 0, 1), 0)  # NaN fails too
+        bad = tl.where(cols == j, verdict, bad)
+        xx = tl.where(below, tl.maximum(xx, 0.0), 0.0)
+        refl = xx > 0
+        hyp = tl.sqrt_rn(alpha * alpha + xx)
+        beta = tl.where(alpha >= 0, -hyp, hyp)
+        denom = tl.where(refl, alpha - beta, 1.0)
+        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+        rinv = tl.div_rn(1.0, denom)
+        w = tl.where(cols > j, arow + s * rinv, 0.0)
+        tv = tl.where(cols == j, tau, tl.where(cols > j, colj * (rinv * tau), 0.0))
+        tb = tb - tv[:, None] * w[None, :]
+        mcol = tl.reduce(tl.where(c2 == j, mt, 0.0), 1, _add)
+        mt = mt - (mcol * (rinv * tau))[:, None] * w[None, :]
+        tauv = tl.where(cols == j, tl.where(refl, 1.0, 0.0), tauv)  # which columns reflect
+        rinvv = tl.where(cols == j, rinv, rinvv)
+        diagv = tl.where(cols == j, tl.where(refl, beta, alpha), diagv)
+    ok = tl.reduce(bad, 0, _add) == 0
+    gave_up = spins >= spin_max
+    tl.store(FLAG + mat, ok.to(tl.int32), mask=p == 0)
+    if ok | gave_up:
+        vr = tl.where(own & (r2 >= NBP), tl.dot(a, mt, input_precision=PREC) * rinvv[None, :], 0.0)
+        vtop = tl.where(ri > c2, tb * rinvv[None, :], tl.where(ri == c2, 1.0, 0.0))
+        vtop = tl.where((ri < m) & (c2 < kb), vtop, 0.0)
+        gv = tl.dot(tl.trans(vr), vr, input_precision=PREC)
+        gv += tl.where(p == 0, tl.dot(tl.trans(vtop), vtop, input_precision=PREC), 0.0)
+        tl.atomic_add(gb + NBP * NBP + tile, gv, sem="relaxed")
+        tl.debug_barrier()
+        tl.atomic_add(cnt, 1, sem="release", scope="gpu")
+        while (tl.atomic_add(cnt, 0, sem="acquire", scope="gpu") < 2 * nsplit) & (
+            spins < spin_max
+        ):
+            spins += 1
+        tl.debug_barrier()
+        gave_up = spins >= spin_max
+        vr = tl.where(gave_up, float("nan"), vr)
+        tl.store(hp + r2 * n + c2, vr, mask=own & (r2 >= NBP))
+        tl.store(V + mat * v_bs + r2 * kb + c2, vr, mask=own & (r2 >= NBP))
+        if p == 0:
+            vtv = tl.load(gb + NBP * NBP + tile, cache_modifier=".cg")
+            vv = tl.reduce(tl.where(ri == c2, vtv, 0.0), 0, _add)  # ||v_c||^2 by column
+            tauv = tl.where(tauv > 0, tl.div_rn(2.0, tl.where(tauv > 0, vv, 1.0)), 0.0)
+            t = tl.zeros([NBP, NBP], tl.float32)
+            for j in range(0, kb):  # dlarft: T[:j, j] = -tau_j T[:j, :j] V[:, :j]^T v_j
+                y = tl.reduce(tl.where(ri == j, vtv, 0.0), 0, _add)
+                tg = tl.reduce(t * tl.where(cols < j, y, 0.0)[None, :], 1, _add)
+                tj = tl.reduce(tl.where(cols == j, tauv, 0.0), 0, _add)
+                t = tl.where(c2 == j, tl.where(ri < j, -tj * tg[:, None], 0.0), t)
+                t = tl.where((c2 == j) & (ri == j), tj, t)
+            htop = tl.where(ri < c2, tb, tl.where(ri == c2, diagv[None, :], tb * rinvv[None, :]))
+            htop = tl.where(gave_up, float("nan"), htop)
+            tauv = tl.where(gave_up, float("nan"), tauv)
+            t = tl.where(gave_up, float("nan"), t)
+            top = (ri < m) & (c2 < kb)
+            tl.store(hp + ri * n + c2, htop, mask=top)
+            tl.store(V + mat * v_bs + ri * kb + c2, vtop, mask=top)
+            tl.store(TAU + mat * n + k + cols, tauv, mask=cols < kb)
+            tl.store(T + mat * (kb * kb) + ri * kb + c2, t, mask=(ri < kb) & (c2 < kb))
 
 
 @triton.jit
@@ -1181,16 +1319,68 @@ def _persist_panel(h, tau, v, t, k, kb, nsplit, rb):
     batch, n, _ = h.shape
     nbp = max(2, triton.next_power_of_2(kb))
     pp = max(2, triton.next_power_of_2(nsplit))
+    gram = _gram_panel(kb, nbp, rb, h.device)
     # the partials and the barrier counters in one zeroed buffer (one memset): a program that
-    # gives up at a barrier reads zeros, not another call's partials, before it writes NaN
+    # gives up at a barrier reads zeros, not another call's partials, before it writes NaN.
+    # With the Gram panel: its G and V^T V, its counters and its verdicts too
     size = batch * 4 * pp * nbp
-    s = torch.zeros(size + batch, dtype=torch.float32, device=h.device)
-    cnt = s[size:].view(torch.int32)
+    words = size + batch + (_gram_words(batch, nbp) if gram else 0)
+    s = torch.zeros(words, dtype=torch.float32, device=h.device)
+    cnt = s[size : size + batch].view(torch.int32)
+    flag = _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s[size + batch :]) if gram else cnt
     _panel_persist[(batch, nsplit)](
-        h, v, t, tau, s, cnt, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
-        RB=rb, NBP=nbp, PP=pp,
+        h, v, t, tau, s, cnt, flag, n, n - k, kb, k, v.shape[1], nsplit, PERSIST_SPIN_MAX,
+        RB=rb, NBP=nbp, PP=pp, SKIP=gram,
         num_warps=_warps(rb * nbp, PERSIST_ELEMS_PER_THREAD or ELEMS_PER_THREAD),
     )  # fmt: skip
+
+
+def _gram_panel(kb: int, nbp: int, rb: int, device: torch.device) -> bool:
+    """Whether a persistent panel goes to `_panel_gram` first (GRAM_PANEL): panels of at least
+    16 columns and programs of at least 16 rows (tl.dot's smallest), on CUDA (or the CPU when a
+    test asks)."""
+    return GRAM_PANEL and (device.type == "cuda" or GRAM_CPU) and nbp >= 16 and rb >= 16
+
+
+def _gram_words(batch: int, nbp: int) -> int:
+    """float32 words of `_panel_gram`'s zeroed scratch: G and V^T V, a counter and a verdict
+    per matrix."""
+    return batch * (2 * nbp * nbp + 2)
+
+
+def _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s, src=None) -> torch.Tensor:
+    """Launch `_panel_gram` on the panel h[:, k:, k:k+kb] (read from src where given) over
+    nsplit programs of rb rows per matrix, with s (zeroed, `_gram_words` long) as its scratch;
+    returns the verdicts (int32 per matrix, nonzero: factored), for the walk's SKIP."""
+    batch, n, _ = h.shape
+    nbp = max(2, triton.next_power_of_2(kb))
+    g = batch * 2 * nbp * nbp
+    cnt = s[g : g + batch].view(torch.int32)
+    flag = s[g + batch : g + 2 * batch].view(torch.int32)
+    _panel_gram[(batch, nsplit)](
+        h if src is None else src, h, v, t, tau, s[:g], cnt, flag, n, n - k, kb, k,
+        v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, NBP=nbp,
+        PREC=DOT_PRECISION if h.is_cuda else "ieee",
+        num_warps=GRAM_WARPS or _warps(rb * nbp, PERSIST_ELEMS_PER_THREAD or ELEMS_PER_THREAD),
+    )  # fmt: skip
+    return flag
+
+
+def _gram_reg_plan(batch: int, m: int, kb: int, nbp: int, device: torch.device):
+    """(programs per matrix, rows per program) of a Gram panel in front of a register panel
+    (GRAM_REG_MAX_BATCH: batches up to this many matrices, panels of GRAM_REG_MIN_ROWS rows or
+    more; `_panel_reg` then walks the refused matrices), or None. On CUDA the programs of a
+    matrix must all be resident (`_persist_shape`, one program per matrix where only one fits);
+    in the interpreter one program per matrix."""
+    if not (_gram_panel(kb, nbp, 16, device) and batch <= GRAM_REG_MAX_BATCH):
+        return None
+    if m < max(GRAM_REG_MIN_ROWS, nbp):
+        return None
+    mb = max(16, triton.next_power_of_2(m))
+    if device.type != "cuda":
+        return 1, mb
+    shape = _persist_shape(batch, m, nbp, device, fits=False) if PERSIST_PANEL else None
+    return shape if shape is not None else (1, mb)
 
 
 def _tsqr_shape(m: int, kb: int, nbp: int) -> tuple[int, int] | None:
@@ -1300,8 +1490,13 @@ def _factor_panel(h, tau, v, t, k, kb, lanes: int = 1, src=None):
             )  # fmt: skip
             return
         wide = grid[0] * lanes >= WIDE_PROGRAMS_PER_SM * _sm_count(h.device)
-        flag = None  # `_panel_chol`'s verdicts, which `_panel_reg` then skips
-        if _chol_panel(batch, m, kb, nbp, h.device):
+        flag = None  # `_panel_gram`'s or `_panel_chol`'s verdicts, which `_panel_reg` skips
+        if gplan := _gram_reg_plan(batch, m, kb, nbp, h.device):
+            scratch = torch.zeros(_gram_words(batch, nbp), dtype=torch.float32, device=h.device)
+            flag = _gram_launch(h, tau, v, t, k, kb, *gplan, scratch, src)
+            mpp = 1
+            grid = (batch,)
+        elif _chol_panel(batch, m, kb, nbp, h.device):
             flag = torch.empty(batch, dtype=torch.int32, device=h.device)
             _panel_chol[(batch,)](
                 h if src is None else src, h, v, t, tau, flag, n, m, k, v_bs, CHOL_TOL,
