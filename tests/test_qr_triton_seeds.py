@@ -675,3 +675,28 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     d = fams.index("dense")
     assert torch.allclose(out[0][d], ref_h[d], atol=1e-4, rtol=1e-3)
     assert torch.allclose(out[1][d], ref_tau[d], atol=1e-5)
+
+
+def test_a_gram_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch):
+    """`_panel_gram` over two programs per matrix in the interpreter, which runs them one after
+    another: the first polls its barriers PERSIST_SPIN_MAX times in all for a program that has
+    not started, gives up, and writes NaN for its rows, the top block, tau and T (the second,
+    which finds both barriers open, writes its rows): never a plausible factor. One program per
+    matrix (its barriers open at once) is clean."""
+    module = SEEDS["fused"]
+    n, kb, rows = 48, 16, 32
+    a = ref.make_inputs({"batch": 1, "n": n, "cond": 1, "family": "dense"}, 3, "cpu")[0]
+    monkeypatch.setattr(module, "PERSIST_SPIN_MAX", 4)
+    for nsplit, rb in ((2, rows), (1, 64)):
+        h = a.clone()
+        tau, v, t = torch.zeros(1, n), torch.zeros(1, n * kb), torch.zeros(1, kb * kb)
+        s = torch.zeros(module._gram_words(1, kb))
+        flag = module._gram_launch(h, tau, v, t, 0, kb, nsplit, rb, s)
+        assert torch.equal(h[0, :, kb:], a[0, :, kb:])  # the trailing columns are not its business
+        if nsplit == 2:
+            assert torch.isnan(h[0, :rows, :kb]).all()  # program 0: the top block and its rows
+            assert not torch.isnan(h[0, rows:, :kb]).any()
+            assert torch.isnan(tau[0, :kb]).all() and torch.isnan(t).all()
+        else:
+            assert flag.tolist() == [1] and not torch.isnan(h).any()
+            assert not torch.isnan(tau).any() and (tau[0, :kb] > 0).all()

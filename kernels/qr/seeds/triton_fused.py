@@ -124,7 +124,7 @@ TUNABLES = {
     "STRIP_REVERSE": [False, True],
     "CHOL_PANEL": [False, True],
     "GRAM_PANEL": [False, True],
-    "GRAM_WARPS": [0, 4, 8],
+    "GRAM_WARPS": [1, 2, 4],
     "GRAM_REG_MAX_BATCH": [0, 64],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
@@ -255,7 +255,10 @@ GRAM_TOL = 1e-2  # ... a column whose part below the diagonal, ||x||^2 = G_jj - 
 GRAM_REG_MAX_BATCH = 0  # ... also in front of register panels (`_panel_reg` walks the refused
 # matrices) for batches up to this many matrices (0: never), panels of GRAM_REG_MIN_ROWS+ rows
 GRAM_REG_MIN_ROWS = 256
-GRAM_WARPS = 0  # warps of a `_panel_gram` program (0: as `_panel_persist`)
+GRAM_REG_SPLIT = True  # ... over programs of a matrix that fit the GPU at once (else one a matrix)
+GRAM_WARPS = 2  # warps of a `_panel_gram` program. H200 (session 14, qr_direct side by side,
+# against those of `_panel_persist`, 4-8): 8 x 2048 8.39 -> 7.31 ms, 2 x 4096 13.83 -> 13.52
+GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands)
 GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum). 128
@@ -973,41 +976,46 @@ def _panel_persist(
 @triton.jit
 def _panel_gram(
     S, H, V, T, TAU, GB, CNT, FLAG, n, m, kb, k, v_bs, nsplit, spin_max, tol,
-    RB: tl.constexpr, NBP: tl.constexpr, PREC: tl.constexpr,
+    RB: tl.constexpr, KC: tl.constexpr, NBP: tl.constexpr, PREC: tl.constexpr,
 ):  # fmt: skip
-    """Tall panel of one matrix over `nsplit` co-resident programs (grid and rows as
-    `_panel_persist`) with two barriers instead of one a column. Householder reflectors keep
-    the Gram matrix: after reflectors 0..j-1 the panel A_j = H_j-1..H_0 P still has A_j^T A_j
-    = G = P^T P, and its rows 0..j-1 are R's. So column j's statistics over the rows below the
-    diagonal are G's row j less the top rows' part: s_c = G_jc - sum_{r <= j} A_j[r, j]
-    A_j[r, c] (s_j = ||x||^2). The programs add their P^T P into GB with atomics and meet at
-    a barrier; each then walks the top NBP x NBP block alone (the same reflectors everywhere:
-    the same G and code), composing each row's update a_r <- a_r (I - tau / (alpha - beta) e_j
-    w^T) into M, so its own rows become A M in one product, and their v = (A M)[:, c] / (alpha_c
-    - beta_c). V^T V through GB and a second barrier gives tau = 2 / ||v||^2 (each stored
-    reflector orthogonal) and T (dlarft). Guard: the difference s_j loses digits as x shrinks
-    against the column, so a column with 0 < ... ||x||^2 < tol * G_jj (or a NaN) refuses the
-    matrix: FLAG[matrix] = 0, nothing written, and `_panel_persist` (SKIP) factors it. A zero
-    column (G_jj = 0) is no reflector, as in the walk. A program that gave up at a barrier
-    writes NaN for its rows (and tau and T if it is program 0), as `_panel_persist` does."""
+    """Panel h[:, k:, k:k+kb] of one matrix over `nsplit` programs of RB rows each (grid
+    (batch, nsplit); all resident at once where nsplit > 1, as `_panel_persist`) with two
+    barriers instead of one a column. Householder reflectors keep the Gram matrix: after
+    reflectors 0..j-1 the panel A_j = H_j-1..H_0 P still has A_j^T A_j = G = P^T P, and its
+    rows 0..j-1 are R's. So column j's statistics over the rows below the diagonal are G's row
+    j less the top rows' part: s_c = G_jc - sum_{r <= j} A_j[r, j] A_j[r, c] (s_j = ||x||^2).
+    The programs add their rows' P^T P into GB with atomics (tl.dot over chunks of KC rows
+    streamed from S) and meet at a barrier; each then walks the top NBP x NBP block alone (the
+    same reflectors everywhere: the same G and code), composing each row's update a_r <- a_r (I -
+    tau / (alpha - beta) e_j w^T) into M, so its rows become P M in one product per chunk, and
+    v = (P M)[:, c] / (alpha_c - beta_c). V^T V through GB and a second barrier gives tau = 2 /
+    ||v||^2 (each stored reflector orthogonal) and T (dlarft). Guard: the difference s_j loses
+    digits as x shrinks against its column, so a column with ||x||^2 < tol * G_jj (or a NaN)
+    refuses the matrix: FLAG[matrix] = 0, nothing written, and the column walk (SKIP) factors
+    it. A zero column (G_jj = 0) is no reflector, as in the walk. A program that gave up at a
+    barrier writes NaN for its rows (and tau and T if it is program 0), as `_panel_persist`."""
     mat = tl.program_id(0).to(tl.int64)
     p = tl.program_id(1)
     hp = H + mat * n * n + k * n + k
     sp = S + mat * n * n + k * n + k  # H, or the input for a first panel
-    r = p * RB + tl.arange(0, RB)
-    r2 = r[:, None]
+    kr = tl.arange(0, KC)[:, None]
     cols = tl.arange(0, NBP)
     c2 = cols[None, :]
     ri = cols[:, None]  # row index of the NBP x NBP blocks
-    own = (r2 < m) & (c2 < kb)
-    a = tl.load(sp + r2 * n + c2, mask=own, other=0.0)
+    r_lo = p * RB
+    r_hi = tl.minimum(r_lo + RB, m)
     # every program reads the top block before the first barrier; program 0 writes it after
     # the second, which no program passes before all have arrived there
     tb = tl.load(sp + ri * n + c2, mask=(ri < m) & (c2 < kb), other=0.0)
     tile = ri * NBP + c2
     gb = GB + mat * (2 * NBP * NBP)  # [G, V^T V]
     cnt = CNT + mat
-    tl.atomic_add(gb + tile, tl.dot(tl.trans(a), a, input_precision=PREC), sem="relaxed")
+    g = tl.zeros([NBP, NBP], tl.float32)
+    for r0 in range(r_lo, r_hi, KC):
+        rows = r0 + kr
+        a = tl.load(sp + rows * n + c2, mask=(rows < r_hi) & (c2 < kb), other=0.0)
+        g += tl.dot(tl.trans(a), a, input_precision=PREC)
+    tl.atomic_add(gb + tile, g, sem="relaxed")
     tl.debug_barrier()
     tl.atomic_add(cnt, 1, sem="release", scope="gpu")
     spins = 0
@@ -1050,10 +1058,20 @@ def _panel_gram(
     gave_up = spins >= spin_max
     tl.store(FLAG + mat, ok.to(tl.int32), mask=p == 0)
     if ok | gave_up:
-        vr = tl.where(own & (r2 >= NBP), tl.dot(a, mt, input_precision=PREC) * rinvv[None, :], 0.0)
+        # rows below the top block: v = (P M) D, written now (no other program reads them)
+        mt = mt * rinvv[None, :]
+        vb = V + mat * v_bs
+        gv = tl.zeros([NBP, NBP], tl.float32)
+        for r0 in range(tl.maximum(r_lo, NBP), r_hi, KC):
+            rows = r0 + kr
+            inb = (rows < r_hi) & (c2 < kb)
+            a = tl.load(sp + rows * n + c2, mask=inb, other=0.0)
+            vr = tl.dot(a, mt, input_precision=PREC)
+            tl.store(hp + rows * n + c2, vr, mask=inb)
+            tl.store(vb + rows * kb + c2, vr, mask=inb)
+            gv += tl.dot(tl.trans(vr), vr, input_precision=PREC)
         vtop = tl.where(ri > c2, tb * rinvv[None, :], tl.where(ri == c2, 1.0, 0.0))
         vtop = tl.where((ri < m) & (c2 < kb), vtop, 0.0)
-        gv = tl.dot(tl.trans(vr), vr, input_precision=PREC)
         gv += tl.where(p == 0, tl.dot(tl.trans(vtop), vtop, input_precision=PREC), 0.0)
         tl.atomic_add(gb + NBP * NBP + tile, gv, sem="relaxed")
         tl.debug_barrier()
@@ -1064,9 +1082,11 @@ def _panel_gram(
             spins += 1
         tl.debug_barrier()
         gave_up = spins >= spin_max
-        vr = tl.where(gave_up, float("nan"), vr)
-        tl.store(hp + r2 * n + c2, vr, mask=own & (r2 >= NBP))
-        tl.store(V + mat * v_bs + r2 * kb + c2, vr, mask=own & (r2 >= NBP))
+        if gave_up:  # this program's statistics may be stale: NaN, never a plausible R
+            for r0 in range(tl.maximum(r_lo, NBP), r_hi, KC):
+                rows = r0 + kr
+                nan = tl.full([KC, NBP], float("nan"), tl.float32)
+                tl.store(hp + rows * n + c2, nan, mask=(rows < r_hi) & (c2 < kb))
         if p == 0:
             vtv = tl.load(gb + NBP * NBP + tile, cache_modifier=".cg")
             vv = tl.reduce(tl.where(ri == c2, vtv, 0.0), 0, _add)  # ||v_c||^2 by column
@@ -1084,7 +1104,7 @@ def _panel_gram(
             t = tl.where(gave_up, float("nan"), t)
             top = (ri < m) & (c2 < kb)
             tl.store(hp + ri * n + c2, htop, mask=top)
-            tl.store(V + mat * v_bs + ri * kb + c2, vtop, mask=top)
+            tl.store(vb + ri * kb + c2, vtop, mask=top)
             tl.store(TAU + mat * n + k + cols, tauv, mask=cols < kb)
             tl.store(T + mat * (kb * kb) + ri * kb + c2, t, mask=(ri < kb) & (c2 < kb))
 
@@ -1359,9 +1379,8 @@ def _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s, src=None) -> torch.Tensor:
     flag = s[g + batch : g + 2 * batch].view(torch.int32)
     _panel_gram[(batch, nsplit)](
         h if src is None else src, h, v, t, tau, s[:g], cnt, flag, n, n - k, kb, k,
-        v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, NBP=nbp,
-        PREC=DOT_PRECISION if h.is_cuda else "ieee",
-        num_warps=GRAM_WARPS or _warps(rb * nbp, PERSIST_ELEMS_PER_THREAD or ELEMS_PER_THREAD),
+        v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, KC=min(GRAM_KC, rb), NBP=nbp,
+        PREC=DOT_PRECISION if h.is_cuda else "ieee", num_warps=GRAM_WARPS,
     )  # fmt: skip
     return flag
 
@@ -1377,7 +1396,7 @@ def _gram_reg_plan(batch: int, m: int, kb: int, nbp: int, device: torch.device):
     if m < max(GRAM_REG_MIN_ROWS, nbp):
         return None
     mb = max(16, triton.next_power_of_2(m))
-    if device.type != "cuda":
+    if device.type != "cuda" or not GRAM_REG_SPLIT:
         return 1, mb
     shape = _persist_shape(batch, m, nbp, device, fits=False) if PERSIST_PANEL else None
     return shape if shape is not None else (1, mb)
