@@ -633,6 +633,8 @@ GRAM_ROUTES = {
     # register panels of a small batch: `_panel_gram`, then `_panel_reg` (SKIP); the first
     # panel read from the input (READ_SOURCE, with the strip kernel)
     "register": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
+    # ... its column walk unrolled (GRAM_UNROLL: all NB steps, the last panel's past kb too)
+    "register-unrolled": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, "GRAM_UNROLL": True},
 }
 
 
@@ -659,7 +661,7 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     a = every_family(48)
     constants = {"NB": 16, "FUSED_MAX_N": 4, "GRAM_PANEL": True, "GRAM_CPU": True,
                  **GRAM_ROUTES[route]}  # fmt: skip
-    if route == "register":
+    if route.startswith("register"):
         assert SEEDS["fused"]._reads_source(10, 48, 16, torch.device("cpu")) is False  # off here
         monkeypatch.setattr(module, "FORCE_TRITON_UPDATE", True)
         assert module._reads_source(10, 48, 16, torch.device("cpu"))

@@ -126,6 +126,7 @@ TUNABLES = {
     "GRAM_PANEL": [False, True],
     "GRAM_WARPS": [1, 2, 4],
     "GRAM_REG_MAX_BATCH": [0, 64],
+    "GRAM_UNROLL": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -258,6 +259,7 @@ GRAM_REG_MIN_ROWS = 256
 GRAM_REG_SPLIT = True  # ... over programs of a matrix that fit the GPU at once (else one a matrix)
 GRAM_WARPS = 2  # warps of a `_panel_gram` program. H200 (session 14, qr_direct side by side,
 # against those of `_panel_persist`, 4-8): 8 x 2048 8.39 -> 7.31 ms, 2 x 4096 13.83 -> 13.52
+GRAM_UNROLL = False  # its column walk unrolled (every column index a constant)
 GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands)
 GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
@@ -974,9 +976,41 @@ def _panel_persist(
 
 
 @triton.jit
+def _gram_step(j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols):
+    """Column j of `_panel_gram`'s walk on the top block tb with the statistics from G."""
+    colj = tl.reduce(tl.where(c2 == j, tb, 0.0), 1, _add)  # by row
+    arow = tl.reduce(tl.where(ri == j, tb, 0.0), 0, _add)  # by column
+    grow = tl.reduce(tl.where(ri == j, g, 0.0), 0, _add)
+    s = grow - tl.reduce(tb * tl.where(cols <= j, colj, 0.0)[:, None], 0, _add)
+    gjj = tl.reduce(tl.where(cols == j, grow, 0.0), 0, _add)
+    alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
+    xx = tl.reduce(tl.where(cols == j, s, 0.0), 0, _add)
+    below = j < m - 1  # any row below the diagonal (a last row: no reflector)
+    verdict = tl.where(below, tl.where(xx >= tol * gjj, 0, 1), 0)  # NaN fails too
+    bad = tl.where(cols == j, verdict, bad)
+    xx = tl.where(below, tl.maximum(xx, 0.0), 0.0)
+    refl = xx > 0
+    hyp = tl.sqrt_rn(alpha * alpha + xx)
+    beta = tl.where(alpha >= 0, -hyp, hyp)
+    denom = tl.where(refl, alpha - beta, 1.0)
+    tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
+    rinv = tl.div_rn(1.0, denom)
+    w = tl.where(cols > j, arow + s * rinv, 0.0)
+    tv = tl.where(cols == j, tau, tl.where(cols > j, colj * (rinv * tau), 0.0))
+    tb = tb - tv[:, None] * w[None, :]
+    mcol = tl.reduce(tl.where(c2 == j, mt, 0.0), 1, _add)
+    mt = mt - (mcol * (rinv * tau))[:, None] * w[None, :]
+    tauv = tl.where(cols == j, tl.where(refl, 1.0, 0.0), tauv)  # which columns reflect
+    rinvv = tl.where(cols == j, rinv, rinvv)
+    diagv = tl.where(cols == j, tl.where(refl, beta, alpha), diagv)
+    return tb, mt, tauv, rinvv, diagv, bad
+
+
+@triton.jit
 def _panel_gram(
     S, H, V, T, TAU, GB, CNT, FLAG, n, m, kb, k, v_bs, nsplit, spin_max, tol,
     RB: tl.constexpr, KC: tl.constexpr, NBP: tl.constexpr, PREC: tl.constexpr,
+    UNROLL: tl.constexpr,
 ):  # fmt: skip
     """Panel h[:, k:, k:k+kb] of one matrix over `nsplit` programs of RB rows each (grid
     (batch, nsplit); all resident at once where nsplit > 1, as `_panel_persist`) with two
@@ -1028,32 +1062,16 @@ def _panel_gram(
     rinvv = tl.zeros([NBP], tl.float32)
     diagv = tl.zeros([NBP], tl.float32)
     bad = tl.zeros([NBP], tl.int32)
-    for j in range(0, kb):
-        colj = tl.reduce(tl.where(c2 == j, tb, 0.0), 1, _add)  # by row
-        arow = tl.reduce(tl.where(ri == j, tb, 0.0), 0, _add)  # by column
-        grow = tl.reduce(tl.where(ri == j, g, 0.0), 0, _add)
-        s = grow - tl.reduce(tb * tl.where(cols <= j, colj, 0.0)[:, None], 0, _add)
-        gjj = tl.reduce(tl.where(cols == j, grow, 0.0), 0, _add)
-        alpha = tl.reduce(tl.where(cols == j, arow, 0.0), 0, _add)
-        xx = tl.reduce(tl.where(cols == j, s, 0.0), 0, _add)
-        below = j < m - 1  # any row below the diagonal (a last row: no reflector)
-        verdict = tl.where(below, tl.where(xx >= tol * gjj, 0, 1), 0)  # NaN fails too
-        bad = tl.where(cols == j, verdict, bad)
-        xx = tl.where(below, tl.maximum(xx, 0.0), 0.0)
-        refl = xx > 0
-        hyp = tl.sqrt_rn(alpha * alpha + xx)
-        beta = tl.where(alpha >= 0, -hyp, hyp)
-        denom = tl.where(refl, alpha - beta, 1.0)
-        tau = tl.where(refl, -tl.div_rn(denom, tl.where(refl, beta, 1.0)), 0.0)
-        rinv = tl.div_rn(1.0, denom)
-        w = tl.where(cols > j, arow + s * rinv, 0.0)
-        tv = tl.where(cols == j, tau, tl.where(cols > j, colj * (rinv * tau), 0.0))
-        tb = tb - tv[:, None] * w[None, :]
-        mcol = tl.reduce(tl.where(c2 == j, mt, 0.0), 1, _add)
-        mt = mt - (mcol * (rinv * tau))[:, None] * w[None, :]
-        tauv = tl.where(cols == j, tl.where(refl, 1.0, 0.0), tauv)  # which columns reflect
-        rinvv = tl.where(cols == j, rinv, rinvv)
-        diagv = tl.where(cols == j, tl.where(refl, beta, alpha), diagv)
+    if UNROLL:  # every column a constant: the masks of column j fold (columns past kb are zero)
+        for j in tl.static_range(NBP):
+            tb, mt, tauv, rinvv, diagv, bad = _gram_step(
+                j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
+            )
+    else:
+        for j in range(0, kb):
+            tb, mt, tauv, rinvv, diagv, bad = _gram_step(
+                j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
+            )
     ok = tl.reduce(bad, 0, _add) == 0
     gave_up = spins >= spin_max
     tl.store(FLAG + mat, ok.to(tl.int32), mask=p == 0)
@@ -1380,7 +1398,7 @@ def _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s, src=None) -> torch.Tensor:
     _panel_gram[(batch, nsplit)](
         h if src is None else src, h, v, t, tau, s[:g], cnt, flag, n, n - k, kb, k,
         v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, KC=min(GRAM_KC, rb), NBP=nbp,
-        PREC=DOT_PRECISION if h.is_cuda else "ieee", num_warps=GRAM_WARPS,
+        PREC=DOT_PRECISION if h.is_cuda else "ieee", UNROLL=GRAM_UNROLL, num_warps=GRAM_WARPS,
     )  # fmt: skip
     return flag
 
