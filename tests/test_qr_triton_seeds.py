@@ -633,7 +633,7 @@ GRAM_ROUTES = {
     # register panels of a small batch: `_panel_gram`, then `_panel_reg` (SKIP); the first
     # panel read from the input (READ_SOURCE, with the strip kernel)
     "register": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
-    # ... its column walk unrolled (GRAM_UNROLL: all NB steps, the last panel's past kb too)
+    # ... its column walk unrolled (GRAM_UNROLL: the column index a constant in every step)
     "register-unrolled": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, "GRAM_UNROLL": True},
 }
 
