@@ -632,9 +632,7 @@ GRAM_ROUTES = {
     "persist": {"REG_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2, "PERSIST_PANEL": True},
     # register panels of a small batch: `_panel_gram`, then `_panel_reg` (SKIP); the first
     # panel read from the input (READ_SOURCE, with the strip kernel)
-    "register": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
-    # ... its column walk unrolled (GRAM_UNROLL: the column index a constant in every step)
-    "register-unrolled": {"GRAM_REG_MAX_BATCH": 16, "GRAM_REG_MIN_ROWS": 16, "GRAM_UNROLL": True},
+    "register": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
 }
 
 
@@ -661,7 +659,7 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     a = every_family(48)
     constants = {"NB": 16, "FUSED_MAX_N": 4, "GRAM_PANEL": True, "GRAM_CPU": True,
                  **GRAM_ROUTES[route]}  # fmt: skip
-    if route.startswith("register"):
+    if route == "register":
         assert SEEDS["fused"]._reads_source(10, 48, 16, torch.device("cpu")) is False  # off here
         monkeypatch.setattr(module, "FORCE_TRITON_UPDATE", True)
         assert module._reads_source(10, 48, 16, torch.device("cpu"))
@@ -702,3 +700,32 @@ def test_a_gram_panel_that_gives_up_at_a_barrier_writes_nan(monkeypatch):
         else:
             assert flag.tolist() == [1] and not torch.isnan(h).any()
             assert not torch.isnan(tau).any() and (tau[0, :kb] > 0).all()
+
+
+def test_gram_panels_go_where_they_were_measured_to_win(monkeypatch):
+    """The Gram panel's rule for an H200 (132 SMs): in front of register panels of 256+ rows
+    where a matrix splits over 4+ resident programs (few matrices) or the batch has 256+
+    matrices (one program each); not beside the look-ahead of 60 x 1024 (2 programs a matrix)
+    or 40 x 352 (3), nor at 100 x 700 (one program a matrix, latency-bound); every tall
+    persistent panel takes it first (`_gram_panel`), and nothing does with GRAM_PANEL off."""
+    module = SEEDS["fused"]
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setitem(module._SMS, gpu, 132)
+    plan = module._gram_reg_plan
+    assert module.GRAM_PANEL and module.GRAM_REG_MIN_BATCH == 256
+    assert plan(640, 512, 32, 32, gpu) == (1, 512)
+    assert plan(8200, 480, 32, 32, gpu) == (1, 512)
+    assert plan(8, 1024, 32, 32, gpu) == (16, 64)
+    assert plan(2, 1000, 32, 32, gpu) == (16, 64)
+    assert plan(20, 1024, 32, 32, gpu) == (4, 256)
+    for batch, m in ((60, 1024), (40, 352), (50, 700), (100, 700), (200, 257)):
+        assert plan(batch, m, 32, 32, gpu) is None, (batch, m)
+    assert plan(640, 255, 32, 32, gpu) is None  # short panels: the register walk
+    assert plan(640, 512, 8, 8, gpu) is None  # narrower than tl.dot's 16
+    assert plan(640, 512, 32, 32, torch.device("cpu")) is None  # the interpreter: only if asked
+    assert module._gram_panel(32, 32, 64, gpu)
+    assert not module._gram_panel(32, 32, 64, torch.device("cpu"))
+    monkeypatch.setattr(module, "GRAM_REG_SPLIT", False)
+    assert plan(8, 1024, 32, 32, gpu) is None and plan(640, 512, 32, 32, gpu) == (1, 512)
+    monkeypatch.setattr(module, "GRAM_PANEL", False)
+    assert plan(640, 512, 32, 32, gpu) is None and not module._gram_panel(32, 32, 64, gpu)

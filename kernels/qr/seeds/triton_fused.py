@@ -123,10 +123,10 @@ TUNABLES = {
     "READ_SOURCE": [True, False],
     "STRIP_REVERSE": [False, True],
     "CHOL_PANEL": [False, True],
-    "GRAM_PANEL": [False, True],
+    "GRAM_PANEL": [True, False],
     "GRAM_WARPS": [1, 2, 4],
-    "GRAM_REG_MAX_BATCH": [0, 64],
-    "GRAM_UNROLL": [False, True],
+    "GRAM_REG_MIN_BATCH": [0, 256, 1024],
+    "GRAM_REG_MIN_SPLIT": [2, 4, 8],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -246,20 +246,28 @@ PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0:
 # >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). 16 (session 12, against 0 = 32): 1 x 3000 11.67
 # -> 10.56 ms, 1 x 1500 4.56 -> 4.14, 20 x 1500 8.97 -> 8.53, 1 x 700 -3.5%, 8 x 1500 +2%: the
 # 64-row programs of batch 1 have 4 warps again, as before ELEMS_PER_THREAD went to 32
-GRAM_PANEL = False  # persistent panels through the Gram matrix first (`_panel_gram`): one barrier
+GRAM_PANEL = True  # persistent panels through the Gram matrix first (`_panel_gram`): one barrier
 # for G = P^T P instead of one a column, the column walk on the top NBP x NBP block with the
 # statistics from G, the programs' rows by one product with the walk's transform, a second
-# barrier for V^T V (tau and T); matrices its guard refuses take `_panel_persist` (SKIP)
+# barrier for V^T V (tau and T); matrices its guard refuses take `_panel_persist` (SKIP).
+# H200 (session 14, qr_direct side by side, with the rule below): 2 x 4096 17.64 -> 13.11 ms,
+# 8 x 2048 8.80 -> 6.46, 640 x 512 6.60-6.72 -> 5.64-6.39, benchmark geomean 2.585 -> ~2.36;
+# hidden 1 x 3000 10.56 -> 7.71, 8 x 1500 5.37 -> 4.20-4.28, but upper 1 x 3000 10.52 -> 13.13
+# (every panel refused: both kernels) and 100 x 700 mixed 3.77 -> 4.12 (no longer in the rule)
 GRAM_TOL = 1e-2  # ... a column whose part below the diagonal, ||x||^2 = G_jj - (its top rows')^2,
 # is below this fraction of G_jj refuses the matrix's panel (that difference loses digits:
 # its relative error is ~eps G_jj / ||x||^2)
-GRAM_REG_MAX_BATCH = 0  # ... also in front of register panels (`_panel_reg` walks the refused
-# matrices) for batches up to this many matrices (0: never), panels of GRAM_REG_MIN_ROWS+ rows
+GRAM_REG_MIN_BATCH = 256  # ... also in front of register panels (`_panel_reg` walks the refused
+# matrices) of GRAM_REG_MIN_ROWS+ rows: one program a matrix for batches of this many matrices
+# or more (0: never), where the register walk is throughput-bound (640 x 512: -6 to -15%)...
+GRAM_REG_MIN_SPLIT = 4  # ... and over this many resident programs a matrix or more where they fit
+# (8 x 1500 -11 to -20%, 2 x 3000 -10%). Fewer lost beside the look-ahead: 60 x 1024 (2
+# programs) 4.83 -> 4.98-5.09 ms, 40 x 352 (3) 0.573 -> 0.642; one a matrix at batch 100 x 700
+# (mixed) 3.77 -> 4.12, a refused matrix's walk after the Gram kernel, both latency-bound
 GRAM_REG_MIN_ROWS = 256
-GRAM_REG_SPLIT = True  # ... over programs of a matrix that fit the GPU at once (else one a matrix)
+GRAM_REG_SPLIT = True  # ... split at all (off: one program a matrix wherever the rule holds)
 GRAM_WARPS = 2  # warps of a `_panel_gram` program. H200 (session 14, qr_direct side by side,
 # against those of `_panel_persist`, 4-8): 8 x 2048 8.39 -> 7.31 ms, 2 x 4096 13.83 -> 13.52
-GRAM_UNROLL = False  # its column walk unrolled (every column index a constant)
 GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands)
 GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
@@ -1010,7 +1018,6 @@ def _gram_step(j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols):
 def _panel_gram(
     S, H, V, T, TAU, GB, CNT, FLAG, n, m, kb, k, v_bs, nsplit, spin_max, tol,
     RB: tl.constexpr, KC: tl.constexpr, NBP: tl.constexpr, PREC: tl.constexpr,
-    UNROLL: tl.constexpr,
 ):  # fmt: skip
     """Panel h[:, k:, k:k+kb] of one matrix over `nsplit` programs of RB rows each (grid
     (batch, nsplit); all resident at once where nsplit > 1, as `_panel_persist`) with two
@@ -1062,16 +1069,10 @@ def _panel_gram(
     rinvv = tl.zeros([NBP], tl.float32)
     diagv = tl.zeros([NBP], tl.float32)
     bad = tl.zeros([NBP], tl.int32)
-    if UNROLL:  # every column a constant: the masks of column j fold (columns past kb are zero)
-        for j in tl.static_range(NBP):
-            tb, mt, tauv, rinvv, diagv, bad = _gram_step(
-                j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
-            )
-    else:
-        for j in range(0, kb):
-            tb, mt, tauv, rinvv, diagv, bad = _gram_step(
-                j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
-            )
+    for j in range(0, kb):
+        tb, mt, tauv, rinvv, diagv, bad = _gram_step(
+            j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
+        )
     ok = tl.reduce(bad, 0, _add) == 0
     gave_up = spins >= spin_max
     tl.store(FLAG + mat, ok.to(tl.int32), mask=p == 0)
@@ -1398,26 +1399,26 @@ def _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s, src=None) -> torch.Tensor:
     _panel_gram[(batch, nsplit)](
         h if src is None else src, h, v, t, tau, s[:g], cnt, flag, n, n - k, kb, k,
         v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, KC=min(GRAM_KC, rb), NBP=nbp,
-        PREC=DOT_PRECISION if h.is_cuda else "ieee", UNROLL=GRAM_UNROLL, num_warps=GRAM_WARPS,
+        PREC=DOT_PRECISION if h.is_cuda else "ieee", num_warps=GRAM_WARPS,
     )  # fmt: skip
     return flag
 
 
 def _gram_reg_plan(batch: int, m: int, kb: int, nbp: int, device: torch.device):
-    """(programs per matrix, rows per program) of a Gram panel in front of a register panel
-    (GRAM_REG_MAX_BATCH: batches up to this many matrices, panels of GRAM_REG_MIN_ROWS rows or
-    more; `_panel_reg` then walks the refused matrices), or None. On CUDA the programs of a
-    matrix must all be resident (`_persist_shape`, one program per matrix where only one fits);
-    in the interpreter one program per matrix."""
-    if not (_gram_panel(kb, nbp, 16, device) and batch <= GRAM_REG_MAX_BATCH):
+    """(programs per matrix, rows per program) of a Gram panel in front of a register panel of m
+    rows (`_panel_reg` then walks the refused matrices), or None: panels of GRAM_REG_MIN_ROWS+
+    rows, over GRAM_REG_MIN_SPLIT+ programs a matrix that are resident at once
+    (`_persist_shape`), else one a matrix for batches of GRAM_REG_MIN_BATCH+ matrices (the
+    interpreter: only that)."""
+    if not _gram_panel(kb, nbp, 16, device) or m < max(GRAM_REG_MIN_ROWS, nbp):
         return None
-    if m < max(GRAM_REG_MIN_ROWS, nbp):
-        return None
-    mb = max(16, triton.next_power_of_2(m))
-    if device.type != "cuda" or not GRAM_REG_SPLIT:
-        return 1, mb
-    shape = _persist_shape(batch, m, nbp, device, fits=False) if PERSIST_PANEL else None
-    return shape if shape is not None else (1, mb)
+    if device.type == "cuda" and GRAM_REG_SPLIT and PERSIST_PANEL:
+        shape = _persist_shape(batch, m, nbp, device, fits=False)
+        if shape is not None and shape[0] >= GRAM_REG_MIN_SPLIT:
+            return shape
+    if GRAM_REG_MIN_BATCH and batch >= GRAM_REG_MIN_BATCH:
+        return 1, max(16, triton.next_power_of_2(m))
+    return None
 
 
 def _tsqr_shape(m: int, kb: int, nbp: int) -> tuple[int, int] | None:
