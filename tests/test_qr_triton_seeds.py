@@ -633,6 +633,8 @@ GRAM_ROUTES = {
     # register panels of a small batch: `_panel_gram`, then `_panel_reg` (SKIP); the first
     # panel read from the input (READ_SOURCE, with the strip kernel)
     "register": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
+    # ... a matrix refused at its first column skipping the walk (GRAM_EARLY_OUT)
+    "early-out": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, "GRAM_EARLY_OUT": True},
 }
 
 
@@ -659,7 +661,7 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     a = every_family(48)
     constants = {"NB": 16, "FUSED_MAX_N": 4, "GRAM_PANEL": True, "GRAM_CPU": True,
                  **GRAM_ROUTES[route]}  # fmt: skip
-    if route == "register":
+    if route != "persist":
         assert SEEDS["fused"]._reads_source(10, 48, 16, torch.device("cpu")) is False  # off here
         monkeypatch.setattr(module, "FORCE_TRITON_UPDATE", True)
         assert module._reads_source(10, 48, 16, torch.device("cpu"))
@@ -670,6 +672,7 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     fams = BASE_FAMILIES + ["mixed", "mixed"]
     assert got[:, fams.index("dense")].tolist() == [1, 1, 1]
     assert got[0, fams.index("nearcollinear")] == 0
+    assert got[:, fams.index("upper")].tolist() == [0, 0, 0]  # nothing below the diagonal
     # the same factors as the walk up to rounding where every panel was accepted (dense)
     ref_h, ref_tau = run("fused", a, monkeypatch, **{**constants, "GRAM_PANEL": False})
     d = fams.index("dense")

@@ -127,6 +127,7 @@ TUNABLES = {
     "GRAM_WARPS": [1, 2, 4],
     "GRAM_REG_MIN_BATCH": [0, 256, 1024],
     "GRAM_REG_MIN_SPLIT": [2, 4, 8],
+    "GRAM_EARLY_OUT": [False, True],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -268,6 +269,7 @@ GRAM_REG_MIN_ROWS = 256
 GRAM_REG_SPLIT = True  # ... split at all (off: one program a matrix wherever the rule holds)
 GRAM_WARPS = 2  # warps of a `_panel_gram` program. H200 (session 14, qr_direct side by side,
 # against those of `_panel_persist`, 4-8): 8 x 2048 8.39 -> 7.31 ms, 2 x 4096 13.83 -> 13.52
+GRAM_EARLY_OUT = False  # a matrix its guard refuses at column 0 skips the walk (unmeasured)
 GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands)
 GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
@@ -1018,6 +1020,7 @@ def _gram_step(j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols):
 def _panel_gram(
     S, H, V, T, TAU, GB, CNT, FLAG, n, m, kb, k, v_bs, nsplit, spin_max, tol,
     RB: tl.constexpr, KC: tl.constexpr, NBP: tl.constexpr, PREC: tl.constexpr,
+    EARLY_OUT: tl.constexpr,
 ):  # fmt: skip
     """Panel h[:, k:, k:k+kb] of one matrix over `nsplit` programs of RB rows each (grid
     (batch, nsplit); all resident at once where nsplit > 1, as `_panel_persist`) with two
@@ -1069,10 +1072,18 @@ def _panel_gram(
     rinvv = tl.zeros([NBP], tl.float32)
     diagv = tl.zeros([NBP], tl.float32)
     bad = tl.zeros([NBP], tl.int32)
-    for j in range(0, kb):
-        tb, mt, tauv, rinvv, diagv, bad = _gram_step(
-            j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
-        )
+    walk = True
+    if EARLY_OUT:  # a matrix refused at column 0 (upper: nothing below the diagonal) skips the walk
+        at0 = (ri == 0) & (c2 == 0)
+        x0 = tl.reduce(tl.reduce(tl.where(at0, g - tb * tb, 0.0), 1, _add), 0, _add)
+        g0 = tl.reduce(tl.reduce(tl.where(at0, g, 0.0), 1, _add), 0, _add)
+        walk = x0 >= tol * g0
+        bad = tl.where(walk, bad, 1)
+    if walk:
+        for j in range(0, kb):
+            tb, mt, tauv, rinvv, diagv, bad = _gram_step(
+                j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
+            )
     ok = tl.reduce(bad, 0, _add) == 0
     gave_up = spins >= spin_max
     tl.store(FLAG + mat, ok.to(tl.int32), mask=p == 0)
@@ -1399,7 +1410,8 @@ def _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s, src=None) -> torch.Tensor:
     _panel_gram[(batch, nsplit)](
         h if src is None else src, h, v, t, tau, s[:g], cnt, flag, n, n - k, kb, k,
         v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, KC=min(GRAM_KC, rb), NBP=nbp,
-        PREC=DOT_PRECISION if h.is_cuda else "ieee", num_warps=GRAM_WARPS,
+        PREC=DOT_PRECISION if h.is_cuda else "ieee", EARLY_OUT=GRAM_EARLY_OUT,
+        num_warps=GRAM_WARPS,
     )  # fmt: skip
     return flag
 
