@@ -251,10 +251,10 @@ GRAM_PANEL = True  # persistent panels through the Gram matrix first (`_panel_gr
 # for G = P^T P instead of one a column, the column walk on the top NBP x NBP block with the
 # statistics from G, the programs' rows by one product with the walk's transform, a second
 # barrier for V^T V (tau and T); matrices its guard refuses take `_panel_persist` (SKIP).
-# H200 (session 14, qr_direct side by side, with the rule below): 2 x 4096 17.64 -> 13.11 ms,
-# 8 x 2048 8.80 -> 6.46, 640 x 512 6.60-6.72 -> 5.64-6.39, benchmark geomean 2.585 -> ~2.36;
-# hidden 1 x 3000 10.56 -> 7.71, 8 x 1500 5.37 -> 4.20-4.28, but upper 1 x 3000 10.52 -> 13.13
-# (every panel refused: both kernels) and 100 x 700 mixed 3.77 -> 4.12 (no longer in the rule)
+# H200 (session 14, qr_direct side by side, against off): 2 x 4096 17.57 -> 13.01 ms, 8 x 2048
+# 8.79 -> 6.46, 640 x 512 dense 6.44 -> 5.81, mixed 6.61 -> 6.33; harness --final 2.602 -> 2.369
+# ms (49.4x the library QR); hidden 1 x 3000 10.50 -> 7.67, 8 x 1500 5.36 -> 4.21-4.28, but
+# upper 1 x 3000 10.45 -> 13.03 (every panel refused: both kernels, see GRAM_EARLY_OUT)
 GRAM_TOL = 1e-2  # ... a column whose part below the diagonal, ||x||^2 = G_jj - (its top rows')^2,
 # is below this fraction of G_jj refuses the matrix's panel (that difference loses digits:
 # its relative error is ~eps G_jj / ||x||^2)
