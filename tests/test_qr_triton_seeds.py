@@ -600,23 +600,30 @@ def test_reg_split_takes_the_two_level_register_panel(monkeypatch):
         run("fused", a, monkeypatch, REG_SPLIT=True, SMALL_NB=16)
 
 
-def test_the_choleskyqr_panel_factors_what_its_guard_accepts_and_refers_the_rest(monkeypatch):
-    """CHOL_PANEL: `_panel_chol` factors each whole 16-wide panel of 16+ rows, and the column
-    walk (`_panel_reg` with SKIP) only the matrices its guard refused (FLAG 0): the first panel
-    of the nearly collinear matrix."""
-    module = SEEDS["fused"]
-    kernel = module._panel_chol
+def record_verdicts(monkeypatch, module, name: str, arg: int) -> list:
+    """Wrap the guarded panel kernel `name` of module so that each launch appends a copy of its
+    per-matrix verdicts (argument `arg`, FLAG) to the returned list."""
+    kernel = getattr(module, name)
     flags = []
 
     class Spy:
         def __getitem__(self, grid):
             def launch(*args, **kwargs):
                 kernel[grid](*args, **kwargs)
-                flags.append(args[5].clone())
+                flags.append(args[arg].clone())
 
             return launch
 
-    monkeypatch.setattr(module, "_panel_chol", Spy())
+    monkeypatch.setattr(module, name, Spy())
+    return flags
+
+
+def test_the_choleskyqr_panel_factors_what_its_guard_accepts_and_refers_the_rest(monkeypatch):
+    """CHOL_PANEL: `_panel_chol` factors each whole 16-wide panel of 16+ rows, and the column
+    walk (`_panel_reg` with SKIP) only the matrices its guard refused (FLAG 0): the first panel
+    of the nearly collinear matrix."""
+    module = SEEDS["fused"]
+    flags = record_verdicts(monkeypatch, module, "_panel_chol", 5)
     a = every_family(48)
     constants = {"CHOL_PANEL": True, "CHOL_CPU": True, "CHOL_MIN_ROWS": 16}
     assert_passes(a, run("fused", a, monkeypatch, **constants), "cholqr panel n=48")
@@ -646,18 +653,7 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     Gram entry. Every family passes the checker; the dense matrix is the Gram panel's, the nearly
     collinear one (its columns' parts below the first are ~1e-4 of them) the walk's."""
     module = SEEDS["fused"]
-    kernel = module._panel_gram
-    flags = []
-
-    class Spy:
-        def __getitem__(self, grid):
-            def launch(*args, **kwargs):
-                kernel[grid](*args, **kwargs)
-                flags.append(args[7].clone())
-
-            return launch
-
-    monkeypatch.setattr(module, "_panel_gram", Spy())
+    flags = record_verdicts(monkeypatch, module, "_panel_gram", 7)
     a = every_family(48)
     constants = {"NB": 16, "FUSED_MAX_N": 4, "GRAM_PANEL": True, "GRAM_CPU": True,
                  **GRAM_ROUTES[route]}  # fmt: skip
