@@ -57,6 +57,12 @@ Persistent panels (PERSIST_PANEL, on): where a panel would be split and batch *
 programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
 registers for the whole panel and the programs of a matrix meet at a barrier per column (a
 counter in memory, release/acquire), exchanging the same partial statistics as `_panel_split`.
+Gram panels (GRAM_PANEL, on): before each persistent panel, and before register panels where a
+matrix splits over GRAM_REG_MIN_SPLIT+ resident programs or the batch has GRAM_REG_MIN_BATCH+
+matrices, `_panel_gram` factors the panel with two barriers instead of one a column: the walk's
+statistics come from G = P^T P (which the reflectors keep) and the top block, each program's rows
+from one product with the walk's composed transform. Matrices whose columns lose too many digits
+in that subtraction are refused per matrix, and the column walk (SKIP) factors only those.
 Look-ahead (LOOKAHEAD, on for 2 to 64 matrices on CUDA): panel i's reflectors are applied to panel
 i + 1's columns first, and panel i + 1 is factored on a high-priority stream while the rest of
 panel i's update runs on a second stream (`_factor_lookahead`: two V and T buffers, events
