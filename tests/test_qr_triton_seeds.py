@@ -637,8 +637,9 @@ def test_the_choleskyqr_panel_factors_what_its_guard_accepts_and_refers_the_rest
 GRAM_ROUTES = {
     # tall panels: `_panel_gram`, then `_panel_persist` (SKIP) for the refused matrices
     "persist": {"REG_ELEMS": 16, "SPLIT_MIN_ROWS": 4, "SPLIT_MIN": 2, "PERSIST_PANEL": True},
-    # register panels of a small batch: `_panel_gram`, then `_panel_reg` (SKIP); the first
-    # panel read from the input (READ_SOURCE, with the strip kernel)
+    # register panels (GRAM_REG_MIN_BATCH 1: the one-program-a-matrix route at any batch):
+    # `_panel_gram`, then `_panel_reg` (SKIP); the first panel read from the input
+    # (READ_SOURCE, with the strip kernel)
     "register": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
     # ... a matrix refused at its first column skipping the walk (GRAM_EARLY_OUT)
     "early-out": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, "GRAM_EARLY_OUT": True},
@@ -658,7 +659,7 @@ def test_the_gram_panel_factors_what_its_guard_accepts_and_refers_the_rest(monke
     constants = {"NB": 16, "FUSED_MAX_N": 4, "GRAM_PANEL": True, "GRAM_CPU": True,
                  **GRAM_ROUTES[route]}  # fmt: skip
     if route != "persist":
-        assert SEEDS["fused"]._reads_source(10, 48, 16, torch.device("cpu")) is False  # off here
+        assert module._reads_source(10, 48, 16, torch.device("cpu")) is False  # off here
         monkeypatch.setattr(module, "FORCE_TRITON_UPDATE", True)
         assert module._reads_source(10, 48, 16, torch.device("cpu"))
     out = run("fused", a, monkeypatch, **constants)

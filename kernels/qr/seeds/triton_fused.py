@@ -992,7 +992,7 @@ def _panel_persist(
 
 
 @triton.jit
-def _gram_step(j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols):
+def _gram_step(j, m, tol, tb, g, mt, reflv, rinvv, diagv, bad, ri, c2, cols):
     """Column j of `_panel_gram`'s walk on the top block tb with the statistics from G."""
     colj = tl.reduce(tl.where(c2 == j, tb, 0.0), 1, _add)  # by row
     arow = tl.reduce(tl.where(ri == j, tb, 0.0), 0, _add)  # by column
@@ -1016,10 +1016,10 @@ def _gram_step(j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols):
     tb = tb - tv[:, None] * w[None, :]
     mcol = tl.reduce(tl.where(c2 == j, mt, 0.0), 1, _add)
     mt = mt - (mcol * (rinv * tau))[:, None] * w[None, :]
-    tauv = tl.where(cols == j, tl.where(refl, 1.0, 0.0), tauv)  # which columns reflect
+    reflv = tl.where(cols == j, tl.where(refl, 1.0, 0.0), reflv)  # which columns reflect
     rinvv = tl.where(cols == j, rinv, rinvv)
     diagv = tl.where(cols == j, tl.where(refl, beta, alpha), diagv)
-    return tb, mt, tauv, rinvv, diagv, bad
+    return tb, mt, reflv, rinvv, diagv, bad
 
 
 @triton.jit
@@ -1056,7 +1056,8 @@ def _panel_gram(
     r_hi = tl.minimum(r_lo + RB, m)
     # every program reads the top block before the first barrier; program 0 writes it after
     # the second, which no program passes before all have arrived there
-    tb = tl.load(sp + ri * n + c2, mask=(ri < m) & (c2 < kb), other=0.0)
+    top = (ri < m) & (c2 < kb)
+    tb = tl.load(sp + ri * n + c2, mask=top, other=0.0)
     tile = ri * NBP + c2
     gb = GB + mat * (2 * NBP * NBP)  # [G, V^T V]
     cnt = CNT + mat
@@ -1074,7 +1075,7 @@ def _panel_gram(
     tl.debug_barrier()
     g = tl.load(gb + tile, cache_modifier=".cg")
     mt = tl.where(ri == c2, 1.0, 0.0)
-    tauv = tl.zeros([NBP], tl.float32)
+    reflv = tl.zeros([NBP], tl.float32)
     rinvv = tl.zeros([NBP], tl.float32)
     diagv = tl.zeros([NBP], tl.float32)
     bad = tl.zeros([NBP], tl.int32)
@@ -1087,8 +1088,8 @@ def _panel_gram(
         bad = tl.where(walk, bad, 1)
     if walk:
         for j in range(0, kb):
-            tb, mt, tauv, rinvv, diagv, bad = _gram_step(
-                j, m, tol, tb, g, mt, tauv, rinvv, diagv, bad, ri, c2, cols
+            tb, mt, reflv, rinvv, diagv, bad = _gram_step(
+                j, m, tol, tb, g, mt, reflv, rinvv, diagv, bad, ri, c2, cols
             )
     ok = tl.reduce(bad, 0, _add) == 0
     gave_up = spins >= spin_max
@@ -1107,7 +1108,7 @@ def _panel_gram(
             tl.store(vb + rows * kb + c2, vr, mask=inb)
             gv += tl.dot(tl.trans(vr), vr, input_precision=PREC)
         vtop = tl.where(ri > c2, tb * rinvv[None, :], tl.where(ri == c2, 1.0, 0.0))
-        vtop = tl.where((ri < m) & (c2 < kb), vtop, 0.0)
+        vtop = tl.where(top, vtop, 0.0)
         gv += tl.where(p == 0, tl.dot(tl.trans(vtop), vtop, input_precision=PREC), 0.0)
         tl.atomic_add(gb + NBP * NBP + tile, gv, sem="relaxed")
         tl.debug_barrier()
@@ -1126,7 +1127,7 @@ def _panel_gram(
         if p == 0:
             vtv = tl.load(gb + NBP * NBP + tile, cache_modifier=".cg")
             vv = tl.reduce(tl.where(ri == c2, vtv, 0.0), 0, _add)  # ||v_c||^2 by column
-            tauv = tl.where(tauv > 0, tl.div_rn(2.0, tl.where(tauv > 0, vv, 1.0)), 0.0)
+            tauv = tl.where(reflv > 0, tl.div_rn(2.0, tl.where(reflv > 0, vv, 1.0)), 0.0)
             t = tl.zeros([NBP, NBP], tl.float32)
             for j in range(0, kb):  # dlarft: T[:j, j] = -tau_j T[:j, :j] V[:, :j]^T v_j
                 y = tl.reduce(tl.where(ri == j, vtv, 0.0), 0, _add)
@@ -1138,7 +1139,6 @@ def _panel_gram(
             htop = tl.where(gave_up, float("nan"), htop)
             tauv = tl.where(gave_up, float("nan"), tauv)
             t = tl.where(gave_up, float("nan"), t)
-            top = (ri < m) & (c2 < kb)
             tl.store(hp + ri * n + c2, htop, mask=top)
             tl.store(vb + ri * kb + c2, vtop, mask=top)
             tl.store(TAU + mat * n + k + cols, tauv, mask=cols < kb)
