@@ -641,8 +641,9 @@ GRAM_ROUTES = {
     # `_panel_gram`, then `_panel_reg` (SKIP); the first panel read from the input
     # (READ_SOURCE, with the strip kernel)
     "register": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, **DOT, "FUSE_UPDATE": True},
-    # ... a matrix refused at its first column skipping the walk (GRAM_EARLY_OUT)
-    "early-out": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, "GRAM_EARLY_OUT": True},
+    # (both with GRAM_EARLY_OUT: a matrix refused at its first column skips the walk) ...
+    # ... and without it: the walk runs for a refused matrix from its first column
+    "no-early-out": {"GRAM_REG_MIN_BATCH": 1, "GRAM_REG_MIN_ROWS": 16, "GRAM_EARLY_OUT": False},
 }
 
 

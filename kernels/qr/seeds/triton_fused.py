@@ -133,7 +133,8 @@ TUNABLES = {
     "GRAM_WARPS": [1, 2, 4],
     "GRAM_REG_MIN_BATCH": [0, 256, 1024],
     "GRAM_REG_MIN_SPLIT": [2, 4, 8],
-    "GRAM_EARLY_OUT": [False, True],
+    "GRAM_EARLY_OUT": [True, False],
+    "GRAM_SPLIT_KC": [32, 64],
 }
 FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
 # 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
@@ -275,8 +276,14 @@ GRAM_REG_MIN_ROWS = 256
 GRAM_REG_SPLIT = True  # ... split at all (off: one program a matrix wherever the rule holds)
 GRAM_WARPS = 2  # warps of a `_panel_gram` program. H200 (session 14, qr_direct side by side,
 # against those of `_panel_persist`, 4-8): 8 x 2048 8.39 -> 7.31 ms, 2 x 4096 13.83 -> 13.52
-GRAM_EARLY_OUT = False  # a matrix its guard refuses at column 0 skips the walk (unmeasured)
-GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands)
+GRAM_EARLY_OUT = True  # a matrix its guard refuses at column 0 skips the walk. H200 (session 15,
+# qr_direct side by side, with SMALL_DOT_BN and GRAM_SPLIT_KC): hidden upper 1 x 3000 13.04 ->
+# 10.87 ms, nearcollinear 8 x 1500 4.27 -> 4.12; the benchmark specs within noise
+GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands), one program a matrix
+GRAM_SPLIT_KC = 32  # ... and where a matrix splits over several programs. In sm_90 SASS (session
+# 14, bench/sass_stats.py) 64 spills 456 B, 32 nothing. H200 (session 15, qr_direct side by
+# side, 32 against 64 everywhere): 2 x 4096 13.04 -> 12.82 ms, 8 x 2048 -0.4%, but 640 x 512
+# (one program a matrix) +0.1 to +1.7%
 GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
 PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum). 128
@@ -301,10 +308,11 @@ USE_TF32X3 = True  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISI
 DOT_PRECISION = "tf32x3"  # plain "tf32" fails the float32 gates; "ieee" is SIMT float32
 DOT_BM = 64  # rows of C per update tile
 DOT_BN = 64  # columns of C per tile (both kernels)
-SMALL_DOT_BN = 0  # ... for n <= SMALL_NB_MAX_N (0: DOT_BN). H200 (session 12, qr_direct side by
+SMALL_DOT_BN = 32  # ... for n <= SMALL_NB_MAX_N (0: DOT_BN). H200 (session 12, qr_direct side by
 # side, DOT_BN = 32 everywhere): 40 x 176 0.217 -> 0.206 ms, 40 x 352 0.575 -> 0.530 (session 10:
-# 2-3%), but 640 x 512 6.44 -> 7.76 and 60 x 1024 4.84 -> 5.33. Off until the hidden shapes of n
-# = 33-384 (500-3000 matrices of 100 or 257, single ones) are measured with it
+# 2-3%), but 640 x 512 6.44 -> 7.76 and 60 x 1024 4.84 -> 5.33. Session 15 (this rule, side by
+# side): 40 x 176 -5%, 40 x 352 -7%, benchmark geomean 2.330 -> 2.302 ms; hidden n = 100 (1-2000
+# matrices) -4 to -7%, n = 257 -2.5 to -6.5% but 700 x 257 mixed +3%
 DOT_BK = 32  # rows of C per step of W = V^T C
 FORCE_TRITON_UPDATE = False  # tests: the Triton update on the CPU too (in "ieee")
 FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written once) where the
@@ -1415,7 +1423,8 @@ def _gram_launch(h, tau, v, t, k, kb, nsplit, rb, s, src=None) -> torch.Tensor:
     flag = s[g + batch : g + 2 * batch].view(torch.int32)
     _panel_gram[(batch, nsplit)](
         h if src is None else src, h, v, t, tau, s[:g], cnt, flag, n, n - k, kb, k,
-        v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, KC=min(GRAM_KC, rb), NBP=nbp,
+        v.shape[1], nsplit, PERSIST_SPIN_MAX, GRAM_TOL, RB=rb, NBP=nbp,
+        KC=min(GRAM_SPLIT_KC if nsplit > 1 else GRAM_KC, rb),
         PREC=DOT_PRECISION if h.is_cuda else "ieee", EARLY_OUT=GRAM_EARLY_OUT,
         num_warps=GRAM_WARPS,
     )  # fmt: skip
