@@ -119,6 +119,42 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
     run_and_check(task, rows, cols, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
+def test_rmsnorm_rows_walked_twice_in_steps_match(monkeypatch, rows, cols, dtype):
+    """LOOP_BLOCK = 32: rows of 64 to 512 padded columns (LOOP_MIN_COLS / LOOP_MAX_COLS) taken
+    by `_rmsnorm_loop`, one program a row walking it in 32-column steps (a ragged last step at
+    100 float32 columns) where every row starts on a 16-byte boundary; the others (33, 257 and
+    333 columns, and 100 in bfloat16) keep the tiled path."""
+    module = SEEDS["rmsnorm"]
+    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    t, ref = TASKS["rmsnorm"], REFS["rmsnorm"]
+    x, w = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
+    looped = module._align(cols, x, x) * x.element_size() == 16 and cols > 32
+    launched = []
+    for name in ("_rmsnorm_loop", "_rmsnorm_tile"):
+        kern = getattr(module, name)
+        monkeypatch.setattr(module, name, Spy(kern, name, launched))
+    out = module.kernel(x, w)
+    ok, metrics = default_check(t, ref, (x, w), [out])
+    assert ok, metrics.get("message")
+    assert launched == ["_rmsnorm_loop" if looped else "_rmsnorm_tile"]
+    assert looped == ((cols, dtype) in {(100, "float32"), (64, "float32"), (64, "bfloat16")})
+
+
+class Spy:
+    """A kernel stand-in that records its launches by name, then launches the real one."""
+
+    def __init__(self, kern, name: str, log: list[str]):
+        self.kern, self.name, self.log = kern, name, log
+
+    def __getitem__(self, grid):
+        self.log.append(self.name)
+        return self.kern[grid]
+
+
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
     row, on by default) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the

@@ -40,6 +40,8 @@ TUNABLES = {
     "WHOLE_ROW_BYTES": [0, 65536, 131072],
     "SHORT_ROW_TILE": [0, 512, 1024, 2048],
     "ROW_SPLIT": [False, True],
+    "LOOP_BLOCK": [4096, 0, 2048],
+    "LOOP_WARPS": [16, 8],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -77,6 +79,19 @@ ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
+LOOP_BLOCK = 4096  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start
+# on a 16-byte boundary: one program a row of LOOP_WARPS warps that walks it twice in
+# LOOP_BLOCK-column steps (`_rmsnorm_loop`): the sum of squares, then x * rstd * weight, the
+# second read mostly from L2 (the row was just read; loads of the first pass evict-last, of the
+# second evict-first). Inductor's looped reduction. 0: off. H200 (session 15, bench/direct.py
+# side by side, against the one-row tile of 8 warps): 8192 x 8192 bf16 71.1 -> 67.2 us (89.3 ->
+# 94.5% of the copy roofline; torch.compile 67.7), f32 134.8 -> 131.0 (torch.compile 129.5);
+# but rows that start off a vector boundary lose (7777 x 8191 bf16 100.9 -> 145.5, f32 147.2 ->
+# 166.9: scalar loads, walked twice), as do 3000-column rows (4099 x 3000 bf16 17.7 -> 24.4);
+# 2048-column steps and 4-8 warps were slower at 8192 (69.4-81.3 us bf16, 155-189 f32)
+LOOP_MIN_COLS = 8192
+LOOP_MAX_COLS = 8192
+LOOP_WARPS = 16
 EPS = 1e-6  # the task's eps (task.toml)
 
 
@@ -116,6 +131,33 @@ def _rmsnorm_tile(
         _rmsnorm_tile_rows(
             x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL
         )  # fmt: skip
+
+
+@triton.jit
+def _rmsnorm_loop(
+    x_ptr, w_ptr, y_ptr, cols, stride_x, stride_y, eps, BLOCK: tl.constexpr, AL: tl.constexpr
+):  # fmt: skip
+    """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK)."""
+    if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
+    row = tl.program_id(0).to(tl.int64)
+    xr = x_ptr + row * stride_x
+    yr = y_ptr + row * stride_y
+    acc = tl.zeros([BLOCK], tl.float32)
+    for c0 in range(0, cols, BLOCK):
+        c = c0 + tl.arange(0, BLOCK)
+        x = tl.load(xr + c, mask=c < cols, other=0.0, eviction_policy="evict_last")
+        x = x.to(tl.float32)
+        acc += x * x
+    rstd = tl.rsqrt(tl.sum(acc, axis=0) / cols + eps)
+    for c0 in range(0, cols, BLOCK):
+        c = c0 + tl.arange(0, BLOCK)
+        mask = c < cols
+        x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+        tl.store(yr + c, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -316,6 +358,12 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return y
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
+    if LOOP_BLOCK and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS and al * x.element_size() == 16:
+        _rmsnorm_loop[(rows,)](
+            x, weight, y, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(LOOP_BLOCK, bc), AL=al,
+            num_warps=LOOP_WARPS,
+        )  # fmt: skip
+        return y
     if bc <= SINGLE_MAX:
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
