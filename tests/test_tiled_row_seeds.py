@@ -119,29 +119,50 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
     run_and_check(task, rows, cols, dtype)
 
 
+@pytest.mark.parametrize("task", sorted(TASKS))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
-def test_rmsnorm_rows_walked_twice_in_steps_match(monkeypatch, rows, cols, dtype):
+def test_rows_walked_twice_in_steps_match(monkeypatch, task, rows, cols, dtype):
     """LOOP_BLOCK = 32: rows of 64 to 512 padded columns (LOOP_MIN_COLS / LOOP_MAX_COLS) taken
-    by `_rmsnorm_loop`, one program a row walking it in 32-column steps (a ragged last step at
+    by the loop kernel, one program a row walking it in 32-column steps (a ragged last step at
     100 float32 columns) where every row starts on a 16-byte boundary; the others (33, 257 and
     333 columns, and 100 in bfloat16) keep the tiled path."""
-    module = SEEDS["rmsnorm"]
+    module = SEEDS[task]
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
-    t, ref = TASKS["rmsnorm"], REFS["rmsnorm"]
-    x, w = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
+    t, ref = TASKS[task], REFS[task]
+    inputs = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
+    x = inputs[0]
     looped = module._align(cols, x, x) * x.element_size() == 16 and cols > 32
     launched = []
-    for name in ("_rmsnorm_loop", "_rmsnorm_tile"):
-        kern = getattr(module, name)
-        monkeypatch.setattr(module, name, Spy(kern, name, launched))
-    out = module.kernel(x, w)
-    ok, metrics = default_check(t, ref, (x, w), [out])
+    for name in (f"_{task}_loop", f"_{task}_tile"):
+        monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched))
+    out = module.kernel(*inputs)
+    ok, metrics = default_check(t, ref, tuple(inputs), [out])
     assert ok, metrics.get("message")
-    assert launched == ["_rmsnorm_loop" if looped else "_rmsnorm_tile"]
+    assert launched == [f"_{task}_loop" if looped else f"_{task}_tile"]
     assert looped == ((cols, dtype) in {(100, "float32"), (64, "float32"), (64, "bfloat16")})
+
+
+@pytest.mark.parametrize("block", [32, 128])
+def test_the_looped_softmax_rescales_when_a_later_step_holds_the_max(monkeypatch, block):
+    """`_softmax_loop`'s running max: the row's largest values sit in its last steps (+30), so
+    the sums of the earlier steps must be rescaled; with 128-column steps the one step is mostly
+    padding, lanes that never see a value (their max stays -inf) add nothing."""
+    module = SEEDS["softmax"]
+    monkeypatch.setattr(module, "LOOP_BLOCK", block)
+    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    x = torch.randn(3, 100, generator=torch.Generator().manual_seed(5))
+    x[:, 70:] += 30.0
+    x[1] -= 1000.0  # a row far below zero: its max, not 0, must come out
+    launched = []
+    monkeypatch.setattr(module, "_softmax_loop", Spy(module._softmax_loop, "loop", launched))
+    y = module.kernel(x)
+    assert launched == ["loop"]
+    want = torch.softmax(x.double(), dim=-1)
+    assert torch.allclose(y.double(), want, rtol=1e-5, atol=1e-7), (y.double() - want).abs().max()
 
 
 class Spy:
