@@ -15,7 +15,10 @@ from cockpit.store import events as ev
 
 
 def say(*parts: object) -> None:
-    print(*parts, flush=True)
+    """One report line in one write: print() writes its parts one by one, which an unbuffered
+    stdout (PYTHONUNBUFFERED) turns into one write each, so a SIGKILL could cut a line."""
+    sys.stdout.write(" ".join(map(str, parts)) + "\n")
+    sys.stdout.flush()
 
 
 def writer(session: str, n: str, delay: str) -> None:
