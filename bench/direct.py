@@ -53,6 +53,14 @@ def main() -> None:
         "`cockpit baseline` builds them (compile: torch.compile(reference)), as rows "
         "`baseline:NAME` after the seeds",
     )
+    p.add_argument(
+        "--copy",
+        action="store_true",
+        help="also time a copy of the first input (x.clone(): one read, one write of the bytes "
+        "the roofline counts) on each shape, timed the same way, as a row `copy`; every row then "
+        "gets %%copy = copy time / its time: the roofline as this GPU reaches it at that size, "
+        "where the launch and the ramp of a small kernel dominate",
+    )
     p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--budget-s", type=float, default=1.0, help="timing budget per (seed, shape)")
@@ -93,12 +101,27 @@ def main() -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     out_file = out_dir / f"direct-{task.name}.json"
     t0 = time.monotonic()
-    print(f"{'shape':36s} {'seed':40s} {'check':>5s} {'median':>10s} {'%roof':>6s} {'ratio':>6s}")
+    print(
+        f"{'shape':36s} {'seed':40s} {'check':>5s} {'median':>10s} {'%roof':>6s} {'%copy':>6s} "
+        f"{'ratio':>6s}"
+    )
     for shape in shapes:
         label = shape.describe()
         inputs = [tuple(ref.make_inputs(dict(shape.params), s, args.device)) for s in (11, 12)]
         floor, _ = scoring.floor_us(task, shape, ceil, args.device)
         first = None
+        copy_us = None
+        if args.copy:
+            t = time_calls(lambda x, *_: x.clone(), inputs, args.reps, args.budget_s, flush)
+            copy_us = statistics.median(t)
+            row = {"shape": label, "seed": "copy", "floor_us": floor, "check": "-"}
+            row.update(median_us=copy_us, n_calls=len(t), roofline_pct=100.0 * floor / copy_us)
+            doc["rows"].append(row)
+            print(
+                f"{label[:36]:36s} {'copy':40s} {'-':>5s} {copy_us:8.1f}us "
+                f"{row['roofline_pct']:5.1f}% {100.0:5.1f}%",
+                flush=True,
+            )
         for name, fn in fns.items():
             row = {"shape": label, "seed": name, "floor_us": floor}
             try:
@@ -111,6 +134,8 @@ def main() -> None:
                 row["median_us"] = statistics.median(t)
                 row["n_calls"] = len(t)
                 row["roofline_pct"] = 100.0 * floor / row["median_us"]
+                if copy_us:
+                    row["copy_pct"] = 100.0 * copy_us / row["median_us"]
             except Exception as exc:
                 row["check"] = "ERROR"
                 row["message"] = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -123,6 +148,7 @@ def main() -> None:
             print(
                 f"{label[:36]:36s} {name[:40]:40s} {row['check']:>5s} "
                 f"{(f'{med:8.1f}us' if med else '-'):>10s} {row.get('roofline_pct', 0):5.1f}% "
+                f"{row.get('copy_pct', 0):5.1f}% "
                 f"{row.get('ratio', 0):5.2f}x  [{time.monotonic() - t0:5.1f}s]",
                 flush=True,
             )
@@ -130,7 +156,7 @@ def main() -> None:
         del inputs
     passed: dict[str, dict[str, float]] = {}
     for r in doc["rows"]:
-        if r.get("check") == "ok" and r.get("median_us"):
+        if r.get("check") in ("ok", "-") and r.get("median_us"):
             passed.setdefault(r["seed"], {})[r["shape"]] = r["median_us"]
     summary = {}
     base = passed.get(next(iter(fns), ""), {})

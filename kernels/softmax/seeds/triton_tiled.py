@@ -46,6 +46,7 @@ TUNABLES = {
     "ROW_SPLIT": [False, True],
     "LOOP_BLOCK": [0, 4096, 2048],
     "LOOP_WARPS": [16, 8],
+    "HEAD_TAIL": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -87,6 +88,11 @@ LOOP_BLOCK = 0  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose 
 # from L2 (loads of the first pass evict-last, of the second evict-first). RMSNorm's version of
 # it (session 15, on there) took 8192 x 8192 bf16 from 89.3% to 94.5% of the copy roofline.
 # 0: off (unmeasured here: softmax's tile was at 91.3%, with two exps an element in this one)
+HEAD_TAIL = False  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
+# a head tile of h columns with no column masked and a narrow tail tile for the rest
+# (`_softmax_head_tail`), instead of one tile of 2h columns, half of it padding (257 columns:
+# 512-wide tiles, 255 lanes of them idle). One division a row instead of one an element.
+# Unmeasured on a GPU: off.
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -127,6 +133,42 @@ def _softmax_tile_rows(
 
 
 @triton.jit
+def _softmax_head_tail(
+    x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
+    BT: tl.constexpr,
+):  # fmt: skip
+    """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
+    column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
+    power of two (257 = 256 + 1), which a next_pow2 tile pads to twice their length, so half its
+    lanes load, exponentiate and store nothing. Divides once per row."""
+    if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
+        cols = cols // AL * AL
+        stride_x = stride_x // AL * AL
+        stride_y = stride_y // AL * AL
+    r = (t * R + tl.arange(0, R)).to(tl.int64)
+    c = tl.arange(0, BC)
+    ct = BC + tl.arange(0, BT)
+    rmask = r[:, None] < rows
+    tmask = rmask & (ct[None, :] < cols)
+    xrow = x_ptr + r[:, None] * stride_x
+    xh = tl.load(xrow + c[None, :], mask=rmask, other=-float("inf"), eviction_policy=EV)
+    xt = tl.load(xrow + ct[None, :], mask=tmask, other=-float("inf"), eviction_policy=EV)
+    xh = xh.to(tl.float32)
+    xt = xt.to(tl.float32)
+    m = tl.maximum(tl.max(xh, axis=1), tl.max(xt, axis=1))
+    m = tl.where(m == -float("inf"), 0.0, m)  # padding rows: keep exp finite (not stored)
+    eh = tl.exp(xh - m[:, None])
+    et = tl.exp(xt - m[:, None])
+    den = tl.sum(eh, axis=1) + tl.sum(et, axis=1)
+    inv = 1.0 / tl.where(den == 0.0, 1.0, den)
+    yrow = y_ptr + r[:, None] * stride_y
+    ty = y_ptr.dtype.element_ty
+    tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), mask=rmask, cache_modifier=CM)
+    tl.store(yrow + ct[None, :], (et * inv[:, None]).to(ty), mask=tmask, cache_modifier=CM)
+
+
+@triton.jit
 def _softmax_loop(
     x_ptr, y_ptr, cols, stride_x, stride_y, BLOCK: tl.constexpr, AL: tl.constexpr
 ):  # fmt: skip
@@ -164,15 +206,20 @@ def _softmax_loop(
 def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
-    AL: tl.constexpr,
+    AL: tl.constexpr, BT: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
-        _softmax_tile_rows(
-            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL
-        )  # fmt: skip
+        if BT > 0:  # HEAD_TAIL
+            _softmax_head_tail(
+                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT
+            )  # fmt: skip
+        else:
+            _softmax_tile_rows(
+                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL
+            )  # fmt: skip
 
 
 @triton.jit
@@ -299,6 +346,19 @@ def _align(cols: int, *tensors: torch.Tensor) -> int:
     return al
 
 
+def _head_tail(cols: int) -> tuple[int, int]:
+    """(BC, BT) of the tiled path: the padded row and no tail, or with HEAD_TAIL a head of the
+    largest power of two h <= cols and a tail tile of next_pow2(cols - h) columns, where that
+    tail is at most h // 4 wide (the tile then pads the row by at most a quarter instead of
+    almost doubling it: 257 -> 256 + 1, 4099 -> 4096 + 4; 1000 and 3000 keep 1024 and 4096)."""
+    bc = triton.next_power_of_2(cols)
+    if not HEAD_TAIL or bc == cols:
+        return bc, 0
+    h = bc // 2
+    bt = triton.next_power_of_2(cols - h)
+    return (h, bt) if 4 * bt <= h else (bc, 0)
+
+
 def _warps(elems: int) -> int:
     return max(1, min(NUM_WARPS, elems // 1024))
 
@@ -387,10 +447,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
+        bc, bt = _head_tail(cols)
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
         _softmax_tile[(_programs(ntiles, x.device),)](
             x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
+            BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=warps,
         )  # fmt: skip
