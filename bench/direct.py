@@ -62,6 +62,9 @@ def main() -> None:
         "where the launch and the ramp of a small kernel dominate",
     )
     p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
+    p.add_argument(
+        "--match", nargs="*", default=[], help="only shapes whose label contains one of these"
+    )
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--budget-s", type=float, default=1.0, help="timing budget per (seed, shape)")
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
@@ -71,6 +74,10 @@ def main() -> None:
     task = load_task(args.task)
     ref = load_module(task.reference_path, f"direct_ref_{task.name}")
     shapes = [s for s in task.shape_set(args.device, args.set) if s.timed]
+    if args.match:
+        shapes = [s for s in shapes if any(m in s.describe() for m in args.match)]
+        if not shapes:
+            raise SystemExit(f"error: no {args.set} shape of {task.name} matches {args.match}")
     names = args.seeds or [p.stem for p in task.seeds()]
     fns = {}
     for name in names:

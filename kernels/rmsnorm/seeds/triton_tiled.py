@@ -43,6 +43,7 @@ TUNABLES = {
     "LOOP_BLOCK": [4096, 0, 2048],
     "LOOP_WARPS": [16, 8],
     "HEAD_TAIL": [False, True],
+    "ROW_VEC": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -94,6 +95,11 @@ HEAD_TAIL = False  # tiled path, rows just past a power of two h (h + at most h 
 # a head tile of h columns with no column masked and a narrow tail tile for the rest
 # (`_rmsnorm_head_tail`), instead of one tile of 2h columns, half of it padding (257 columns:
 # 512-wide tiles, 255 lanes of them idle). Unmeasured on a GPU: off.
+ROW_VEC = False  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns, one a
+# program, that start off a 16-byte boundary (7777 x 8191 bf16: row r starts r * 16382 bytes
+# in): the row's aligned body in 16-byte vectors and its edges one by one (`_rmsnorm_row_vec`),
+# instead of 2-byte / 4-byte scalars for the whole row. Unmeasured on a GPU: off.
+ROW_VEC_MIN = 2048
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -175,6 +181,36 @@ def _rmsnorm_tile(
             _rmsnorm_tile_rows(
                 x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL
             )  # fmt: skip
+
+
+@triton.jit
+def _rmsnorm_row_vec(
+    x_ptr, w_ptr, y_ptr, cols, stride, eps, BC: tl.constexpr, V: tl.constexpr
+):  # fmt: skip
+    """One row per program for rows that start off a V-element (16-byte) boundary (ROW_VEC):
+    the row is its aligned body, read and written as V-element vectors, and at most V - 1
+    columns on each side of it, read one by one. The body's start is computed as a multiple of V
+    from the row's absolute offset (x and y start on 16 bytes and share the stride, host-checked),
+    which is what lets the compiler emit 16-byte accesses; a next_pow2 tile of such a row can
+    only load 2-byte (bf16) or 4-byte (f32) scalars. The weight, shifted by the row's offset from
+    the boundary, is read one by one (from L1 / L2: every row reads it)."""
+    s0 = tl.program_id(0).to(tl.int64) * stride  # the row's first element
+    b0 = (s0 + V - 1) // V * V  # the body's first element: a multiple of V
+    a0 = b0 - s0  # columns before the body (0 .. V-1)
+    nb = tl.maximum(cols - a0, 0) // V * V  # body columns: a multiple of V
+    c = tl.arange(0, BC)
+    mb = c < nb
+    xb = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
+    k = tl.arange(0, 2 * V)  # the edges: k < V before the body, k >= V after it
+    ce = tl.where(k < V, k, a0 + nb + k - V)  # column within the row
+    me = tl.where(k < V, k < a0, True) & (ce < cols)
+    xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt((tl.sum(xb * xb, axis=0) + tl.sum(xe * xe, axis=0)) / cols + eps)
+    wb = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
+    we = tl.load(w_ptr + ce, mask=me, other=0.0).to(tl.float32)
+    ty = y_ptr.dtype.element_ty
+    tl.store(y_ptr + b0 + c, (xb * rstd * wb).to(ty), mask=mb)
+    tl.store(y_ptr + s0 + ce, (xe * rstd * we).to(ty), mask=me)
 
 
 @triton.jit
@@ -333,6 +369,20 @@ def _head_tail(cols: int) -> tuple[int, int]:
     return (h, bt) if 4 * bt <= h else (bc, 0)
 
 
+def _row_vec(bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """ROW_VEC: rows of at least ROW_VEC_MIN (padded) columns, one a program, that do not all start
+    on a 16-byte boundary (al below a 16-byte vector), with x and y starting on 16 bytes and
+    sharing a stride (so a row's body is aligned in both)."""
+    return (
+        ROW_VEC
+        and ROW_VEC_MIN <= bc <= TILE_ELEMS
+        and al * x.element_size() < 16
+        and x.stride(0) == y.stride(0)
+        and x.data_ptr() % 16 == 0
+        and y.data_ptr() % 16 == 0
+    )
+
+
 def _warps(elems: int) -> int:
     return max(1, min(NUM_WARPS, elems // 1024))
 
@@ -422,6 +472,12 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
+        if _row_vec(bc, al, x, y):
+            _rmsnorm_row_vec[(rows,)](
+                x, weight, y, cols, x.stride(0), EPS, BC=bc, V=16 // x.element_size(),
+                num_warps=_warps(bc),
+            )  # fmt: skip
+            return y
         bc, bt = _head_tail(cols)
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
