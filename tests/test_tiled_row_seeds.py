@@ -174,6 +174,76 @@ class Spy:
         return self.kern[grid]
 
 
+def test_rows_just_past_a_power_of_two_are_a_head_and_a_tail():
+    """HEAD_TAIL's arithmetic (on by default): (BC, BT) is a head of the largest power of two
+    and a tail tile at most a quarter of it, else the padded row with no tail."""
+    for module in SEEDS.values():
+        ht = module._head_tail
+        assert module.HEAD_TAIL
+        assert ht(257) == (256, 1) and ht(4099) == (4096, 4) and ht(17) == (16, 1)
+        assert ht(33) == (32, 1) and ht(80) == (64, 16) and ht(81) == (128, 0)
+        assert ht(1000) == (1024, 0) and ht(3000) == (4096, 0) and ht(8191) == (8192, 0)
+        assert ht(8192) == (8192, 0) and ht(1) == (1, 0) and ht(3) == (4, 0)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("short", [1024, 0])
+def test_head_and_tail_tiles_match(monkeypatch, task, dtype, short):
+    """Rows taken as a head and a tail: 257 = 256 + 1, 17 = 16 + 1, 80 = 64 + 16 (a tail of
+    several columns), 260 = 256 + 4 (rows on 8- or 16-byte boundaries: vectors in the head), with
+    row counts off the tile's R, in one warp (SHORT_ROW_TILE) and in TILE_ELEMS tiles."""
+    monkeypatch.setattr(SEEDS[task], "SHORT_ROW_TILE", short)
+    for rows, cols in [(1, 257), (7, 257), (3, 17), (9, 80), (5, 260)]:
+        run_and_check(task, rows, cols, dtype)
+
+
+def test_which_rows_take_the_aligned_body(monkeypatch):
+    """ROW_VEC's rule on a 132-SM GPU: 7777 x 8191 bf16 (rows off every 16-byte boundary) takes
+    it; a lone row, rows that all start on 16 bytes, short rows (257 columns, below
+    ROW_VEC_MIN), an x that starts 2 bytes in, or ROW_VEC off do not."""
+    cpu = torch.device("cpu")
+
+    def t(rows, cols, dtype=torch.bfloat16, offset=0):
+        flat = torch.empty(rows * cols + offset, dtype=dtype)
+        return flat[offset:].view(rows, cols)
+
+    for module in SEEDS.values():
+        monkeypatch.setitem(module._SMS, cpu, 132)
+        rv, al = module._row_vec, module._align
+        x = t(7777, 8191)
+        assert module.ROW_VEC and rv(7777, 8192, al(8191, x, x), x, t(7777, 8191))
+        xf = t(200, 4099, torch.float32)
+        assert rv(200, 8192, al(4099, xf, xf), xf, t(200, 4099, torch.float32))
+        assert not rv(1, 8192, 1, t(1, 8191), t(1, 8191))  # one row: latency-bound
+        assert not rv(200, 8192, 8, t(200, 8192), t(200, 8192))  # aligned rows
+        assert not rv(200, 512, 1, t(200, 257), t(200, 257))  # short rows
+        assert not rv(200, 8192, 1, t(200, 8191, offset=1), t(200, 8191))  # x 2 bytes in
+        monkeypatch.setattr(module, "ROW_VEC", False)
+        assert not rv(7777, 8192, 1, x, t(7777, 8191))
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rows_read_as_an_aligned_body_and_edges_match(monkeypatch, task, dtype):
+    """ROW_VEC_MIN = 1: every shape whose rows start off a 16-byte boundary goes through the
+    aligned-body kernel, including rows shorter than a vector (3 columns: no body, edges only)
+    and rows whose body is empty or a single vector; rows that all start on 16 bytes (64
+    float32 columns, or 64 / 8 bfloat16) keep the tiled path."""
+    module = SEEDS[task]
+    monkeypatch.setattr(module, "ROW_VEC_MIN", 1)
+    v = 16 // torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    for rows, cols in [(5, 3), (4, 9), (3, 17), (6, 31), (2, 64), (3, 101), (2, 257)]:
+        launched = []
+        for name in (f"_{task}_row_vec", f"_{task}_tile"):
+            monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched))
+        run_and_check(task, rows, cols, dtype)
+        aligned = cols % v == 0
+        assert launched == [f"_{task}_tile" if aligned else f"_{task}_row_vec"], (rows, cols)
+        monkeypatch.undo()
+        monkeypatch.setattr(module, "ROW_VEC_MIN", 1)
+
+
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
     row, on by default) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the

@@ -11,6 +11,10 @@ Algorithm (float32 accumulation throughout):
   one write of y: the roofline minimum.
   With SHORT_ROW_TILE (on: 1024) rows of at most SHORT_ROW_MAX columns take one warp
   per program instead, at most 8 rows: the row reductions stay inside the warp.
+  With HEAD_TAIL (on) a row just past a power of two h (at most h + h // 4 columns, 257 or
+  4099) is a tile of h columns that are all there plus a narrow tail tile, not a tile of 2h.
+  With ROW_VEC (on) rows of one program each that start off a 16-byte boundary (8191 columns)
+  are read and written as an aligned body in 16-byte vectors plus scalar edges.
 - cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (on: 131072), with
   at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
   registers in its input dtype, sum of squares, then x * rstd * weight from the registers. One
@@ -42,8 +46,8 @@ TUNABLES = {
     "ROW_SPLIT": [False, True],
     "LOOP_BLOCK": [4096, 0, 2048],
     "LOOP_WARPS": [16, 8],
-    "HEAD_TAIL": [False, True],
-    "ROW_VEC": [False, True],
+    "HEAD_TAIL": [True, False],
+    "ROW_VEC": [True, False],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -91,14 +95,18 @@ LOOP_BLOCK = 4096  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns who
 # but rows that start off a vector boundary lose (7777 x 8191 bf16 100.9 -> 145.5, f32 147.2 ->
 # 166.9: scalar loads, walked twice), as do 3000-column rows (4099 x 3000 bf16 17.7 -> 24.4);
 # 2048-column steps and 4-8 warps were slower at 8192 (69.4-81.3 us bf16, 155-189 f32)
-HEAD_TAIL = False  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
+HEAD_TAIL = True  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
 # a head tile of h columns with no column masked and a narrow tail tile for the rest
 # (`_rmsnorm_head_tail`), instead of one tile of 2h columns, half of it padding (257 columns:
-# 512-wide tiles, 255 lanes of them idle). Unmeasured on a GPU: off.
-ROW_VEC = False  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns, one a
+# 512-wide tiles, 255 lanes of them idle). H200 (session 16, bench/direct.py side by side):
+# 65537 x 257 f32 42.0 -> 37.8 us, bf16 31.8 -> 25.6 (torch.compile 37.1 / 25.6; a copy of x
+# 37.7 / 22.6), 1 x 4099 5.0-5.2 -> 4.8; shapes it does not take unchanged.
+ROW_VEC = True  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns, one a
 # program, that start off a 16-byte boundary (7777 x 8191 bf16: row r starts r * 16382 bytes
 # in): the row's aligned body in 16-byte vectors and its edges one by one (`_rmsnorm_row_vec`),
-# instead of 2-byte / 4-byte scalars for the whole row. Unmeasured on a GPU: off.
+# instead of 2-byte / 4-byte scalars for the whole row. The weight stays scalar (shifted by the
+# row's offset). H200 (session 16, bench/direct.py side by side): 7777 x 8191 bf16 100.2 ->
+# 70.1 us, f32 146.4 -> 129.8 (a copy of x: 66.0 / 124.4).
 ROW_VEC_MIN = 2048
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
@@ -369,13 +377,15 @@ def _head_tail(cols: int) -> tuple[int, int]:
     return (h, bt) if 4 * bt <= h else (bc, 0)
 
 
-def _row_vec(bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
-    """ROW_VEC: rows of at least ROW_VEC_MIN (padded) columns, one a program, that do not all start
-    on a 16-byte boundary (al below a 16-byte vector), with x and y starting on 16 bytes and
-    sharing a stride (so a row's body is aligned in both)."""
+def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """ROW_VEC: rows of at least ROW_VEC_MIN (padded) columns, one a program, at least as many
+    as SMs (a lone row is latency, not bandwidth: 1 x 4099 was 0.2-0.3 us slower with it), that
+    do not all start on a 16-byte boundary (al below a 16-byte vector), with x and y starting on
+    16 bytes and sharing a stride (so a row's body is aligned in both)."""
     return (
         ROW_VEC
         and ROW_VEC_MIN <= bc <= TILE_ELEMS
+        and rows >= _sm_count(x.device)
         and al * x.element_size() < 16
         and x.stride(0) == y.stride(0)
         and x.data_ptr() % 16 == 0
@@ -472,7 +482,7 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
-        if _row_vec(bc, al, x, y):
+        if _row_vec(rows, bc, al, x, y):
             _rmsnorm_row_vec[(rows,)](
                 x, weight, y, cols, x.stride(0), EPS, BC=bc, V=16 // x.element_size(),
                 num_warps=_warps(bc),

@@ -13,6 +13,10 @@ Algorithm:
   normalize, store. One read and one write of x: the roofline minimum.
   With SHORT_ROW_TILE (on: 1024) rows of at most SHORT_ROW_MAX columns take one warp
   per program instead, at most 8 rows: the row reductions stay inside the warp.
+  With HEAD_TAIL (on) a row just past a power of two h (at most h + h // 4 columns, 257 or
+  4099) is a tile of h columns that are all there plus a narrow tail tile, not a tile of 2h.
+  With ROW_VEC (on) rows of one program each that start off a 16-byte boundary (8191 columns)
+  are read and written as an aligned body in 16-byte vectors plus scalar edges.
 - cols > SINGLE_MAX and the padded row at most WHOLE_ROW_BYTES (on: 131072), with
   at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
   registers in its input dtype (65536 bf16 = 64 values, 32 registers a thread at 1,024 threads):
@@ -46,8 +50,8 @@ TUNABLES = {
     "ROW_SPLIT": [False, True],
     "LOOP_BLOCK": [0, 4096, 2048],
     "LOOP_WARPS": [16, 8],
-    "HEAD_TAIL": [False, True],
-    "ROW_VEC": [False, True],
+    "HEAD_TAIL": [True, False],
+    "ROW_VEC": [True, False],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -89,15 +93,19 @@ LOOP_BLOCK = 0  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose 
 # from L2 (loads of the first pass evict-last, of the second evict-first). RMSNorm's version of
 # it (session 15, on there) took 8192 x 8192 bf16 from 89.3% to 94.5% of the copy roofline.
 # 0: off (unmeasured here: softmax's tile was at 91.3%, with two exps an element in this one)
-HEAD_TAIL = False  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
+HEAD_TAIL = True  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
 # a head tile of h columns with no column masked and a narrow tail tile for the rest
 # (`_softmax_head_tail`), instead of one tile of 2h columns, half of it padding (257 columns:
 # 512-wide tiles, 255 lanes of them idle). One division a row instead of one an element.
-# Unmeasured on a GPU: off.
-ROW_VEC = False  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns, one a
+# sm_90 SASS at 65537 x 257 f32: 42 -> 22 instructions a useful element. H200 (session 16,
+# bench/direct.py side by side): 65537 x 257 f32 41.8 -> 37.5 us (a copy of x: 37.9), 1 x 4099
+# 5.1 -> 4.8, 3 x 17 3.7 -> 3.6; shapes it does not take unchanged.
+ROW_VEC = True  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns, one a
 # program, that start off a 16-byte boundary (7777 x 8191 bf16: row r starts r * 16382 bytes
 # in): the row's aligned body in 16-byte vectors and its edges one by one (`_softmax_row_vec`),
-# instead of 2-byte / 4-byte scalars for the whole row. Unmeasured on a GPU: off.
+# instead of 2-byte / 4-byte scalars for the whole row. sm_90 SASS at 8191 bf16: LDG.E.128 x4
+# instead of LDG.E.U16 x32, 576 instructions a thread instead of 784. H200 (session 16,
+# bench/direct.py side by side): 7777 x 8191 bf16 86.4 -> 68.4 us (a copy of x: 66.9).
 ROW_VEC_MIN = 2048
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
@@ -395,13 +403,15 @@ def _head_tail(cols: int) -> tuple[int, int]:
     return (h, bt) if 4 * bt <= h else (bc, 0)
 
 
-def _row_vec(bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
-    """ROW_VEC: rows of at least ROW_VEC_MIN (padded) columns, one a program, that do not all start
-    on a 16-byte boundary (al below a 16-byte vector), with x and y starting on 16 bytes and
-    sharing a stride (so a row's body is aligned in both)."""
+def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """ROW_VEC: rows of at least ROW_VEC_MIN (padded) columns, one a program, at least as many
+    as SMs (a lone row is latency, not bandwidth: 1 x 4099 was 0.2-0.3 us slower with it), that
+    do not all start on a 16-byte boundary (al below a 16-byte vector), with x and y starting on
+    16 bytes and sharing a stride (so a row's body is aligned in both)."""
     return (
         ROW_VEC
         and ROW_VEC_MIN <= bc <= TILE_ELEMS
+        and rows >= _sm_count(x.device)
         and al * x.element_size() < 16
         and x.stride(0) == y.stride(0)
         and x.data_ptr() % 16 == 0
@@ -497,7 +507,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
-        if _row_vec(bc, al, x, y):
+        if _row_vec(rows, bc, al, x, y):
             _softmax_row_vec[(rows,)](
                 x, y, cols, x.stride(0), BC=bc, V=16 // x.element_size(), num_warps=_warps(bc)
             )  # fmt: skip
