@@ -32,6 +32,7 @@ elements); offsets inside a row stay int32.
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 FAMILY = "triton-tiled-rows"
 TUNABLES = {
@@ -48,6 +49,7 @@ TUNABLES = {
     "LOOP_WARPS": [16, 8],
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
+    "PDL": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -108,6 +110,10 @@ ROW_VEC = True  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns
 # row's offset). H200 (session 16, bench/direct.py side by side): 7777 x 8191 bf16 100.2 ->
 # 70.1 us, f32 146.4 -> 129.8 (a copy of x: 66.0 / 124.4).
 ROW_VEC_MIN = 2048
+PDL = False  # split path on a GPU: the apply kernel is launched as a programmatic dependent
+# launch (sm_90): it may start while the first kernel runs and waits in `gdc_wait` for that
+# grid's end, so the second launch's gap overlaps the first kernel (17 x 131073: two launches
+# of ~4 us each, where a copy of x takes 8-11 us). Unmeasured on a GPU: off.
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -250,8 +256,11 @@ def _rmsnorm_loop(
 
 @triton.jit
 def _chunk_sumsq(
-    x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
-):
+    x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr,
+    PDL: tl.constexpr,
+):  # fmt: skip
+    if PDL:  # the apply kernel may launch now (it waits for this grid before reading)
+        gdc_launch_dependents()
     if AL > 1:
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -265,7 +274,7 @@ def _chunk_sumsq(
 @triton.jit
 def _chunk_apply(
     x_ptr, w_ptr, y_ptr, p_ptr, cols, stride_x, stride_y, nchunks, eps,
-    CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr,
+    CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
 ):  # fmt: skip
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
@@ -274,6 +283,8 @@ def _chunk_apply(
         stride_y = stride_y // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
+    if PDL:  # launched early: wait until the sums kernel is done and its stores visible
+        gdc_wait()
     k = tl.arange(0, NCH)
     total = tl.sum(tl.load(p_ptr + row * nchunks + k, mask=k < nchunks, other=0.0), axis=0)
     rstd = tl.rsqrt(total / cols + eps)
@@ -510,11 +521,13 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     nchunks = triton.cdiv(cols, CHUNK)
     part = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     grid = (rows, nchunks)
+    pdl = PDL and x.device.type == "cuda"
     _chunk_sumsq[grid](
-        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
+        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, num_warps=_warps(CHUNK)
     )
     _chunk_apply[grid](
         x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, num_warps=_warps(CHUNK),
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl,
+        num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y

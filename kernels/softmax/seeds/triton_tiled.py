@@ -36,6 +36,7 @@ the row stride (inputs with more than 2**31 elements); offsets inside a row stay
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 FAMILY = "triton-tiled-rows"
 TUNABLES = {
@@ -52,6 +53,7 @@ TUNABLES = {
     "LOOP_WARPS": [16, 8],
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
+    "PDL": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -107,6 +109,10 @@ ROW_VEC = True  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns
 # instead of LDG.E.U16 x32, 576 instructions a thread instead of 784. H200 (session 16,
 # bench/direct.py side by side): 7777 x 8191 bf16 86.4 -> 68.4 us (a copy of x: 66.9).
 ROW_VEC_MIN = 2048
+PDL = False  # split path on a GPU: the apply kernel is launched as a programmatic dependent
+# launch (sm_90): it may start while the first kernel runs and waits in `gdc_wait` for that
+# grid's end, so the second launch's gap overlaps the first kernel (17 x 131073: two launches
+# of ~4 us each, where a copy of x takes 8-11 us). Unmeasured on a GPU: off.
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -268,8 +274,11 @@ def _softmax_tile(
 
 @triton.jit
 def _chunk_stats(
-    x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr
-):
+    x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr,
+    PDL: tl.constexpr,
+):  # fmt: skip
+    if PDL:  # the apply kernel may launch now (it waits for this grid before reading)
+        gdc_launch_dependents()
     if AL > 1:
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -286,7 +295,7 @@ def _chunk_stats(
 @triton.jit
 def _chunk_apply(
     x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
-    CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr,
+    CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
 ):  # fmt: skip
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
@@ -295,6 +304,8 @@ def _chunk_apply(
         stride_y = stride_y // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
+    if PDL:  # launched early: wait until the statistics kernel is done and its stores visible
+        gdc_wait()
     k = tl.arange(0, NCH)
     mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
     sc = tl.load(s_ptr + row * nchunks + k, mask=k < nchunks, other=0.0)
@@ -535,11 +546,13 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     m = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     s = torch.empty_like(m)
     grid = (rows, nchunks)
+    pdl = PDL and x.device.type == "cuda"
     _chunk_stats[grid](
-        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, num_warps=_warps(CHUNK)
+        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, num_warps=_warps(CHUNK)
     )
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, num_warps=_warps(CHUNK),
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl,
+        num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
