@@ -296,6 +296,55 @@ def test_direct_runs_variants_side_by_side_and_checks_each_with_the_tasks_check(
     assert ("NUM_WARPS=4" in won) == picked.read_text().endswith("NUM_WARPS = 4\n")
 
 
+def test_direct_times_a_copy_of_each_shape_and_keeps_only_the_matching_shapes(tmp_path):
+    """--copy: a `copy` row per shape (x.clone(), timed like the variants, not checked) and
+    every variant row's %copy against it; --match keeps the shapes whose label holds one of the
+    strings; a --match that keeps nothing is a one-line error and exit 1."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    r = subprocess.run(
+        [
+            sys.executable, "bench/direct.py", "--task", "softmax", "--device", "cpu",
+            "--set", "hidden", "--match", "cols=17 ", "cols=1000 ", "--copy",
+            "--seeds", "triton_tiled", "--reps", "3", "--budget-s", "0.05",
+            "--out", str(tmp_path),
+        ],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "direct-softmax.json").read_text())
+    shapes = ["rows=3 cols=17 bfloat16", "rows=1 cols=1000 float32"]
+    assert [(row["shape"], row["seed"]) for row in doc["rows"]] == [
+        (shape, seed) for shape in shapes for seed in ("copy", "triton_tiled")
+    ]
+    copies = {row["shape"]: row["median_us"] for row in doc["rows"] if row["seed"] == "copy"}
+    for row in doc["rows"]:
+        if row["seed"] == "copy":
+            assert row["check"] == "-" and row["median_us"] > 0
+        else:
+            assert row["check"] == "ok"
+            assert row["copy_pct"] == 100.0 * copies[row["shape"]] / row["median_us"]
+    bad = run_tool("bench/direct.py", "--task", "softmax", "--device", "cpu", "--match", "zzz")
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == "error: no benchmark shape of softmax matches ['zzz']"
+
+
+def test_inductor_code_writes_what_torch_compile_generated_for_each_shape(tmp_path):
+    """bench/inductor_code.py on the CPU: Inductor's generated module for the reference at one
+    shape, written to a file named after the shape; a malformed --shape is a one-line error."""
+    r = run_tool(
+        "bench/inductor_code.py", "--task", "rmsnorm", "--shape", "5x33:bfloat16", "--device",
+        "cpu", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    code = (tmp_path / "rmsnorm-5x33-bfloat16.py.txt").read_text()
+    assert "def call(" in code and "fused" in code and "rsqrt" in code
+    bad = run_tool("bench/inductor_code.py", "--task", "rmsnorm", "--shape", "5by33")
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "error: bad --shape '5by33': expected ROWSxCOLS[:float32|bfloat16]"
+    )
+
+
 def test_sass_stats_tells_vector_loads_from_scalar_ones(tmp_path):
     """`global memory:` counts loads and stores by width. The softmax tile kernel at f32 with 3000
     columns: without the alignment hint (AL = 1) Triton cannot prove a row starts on 16 bytes

@@ -53,11 +53,11 @@ TUNABLES = {
     "LOOP_WARPS": [16, 8],
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
-    "PDL": [False, True],
+    "PDL": [True, False],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
-CHUNK = 4096  # columns per program in the split path
+CHUNK = 2048  # columns per program in the split path (4096 before PDL; see PDL)
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
 SHORT_ROW_TILE = 1024  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many
 # elements in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no
@@ -109,10 +109,12 @@ ROW_VEC = True  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns
 # instead of LDG.E.U16 x32, 576 instructions a thread instead of 784. H200 (session 16,
 # bench/direct.py side by side): 7777 x 8191 bf16 86.4 -> 68.4 us (a copy of x: 66.9).
 ROW_VEC_MIN = 2048
-PDL = False  # split path on a GPU: the apply kernel is launched as a programmatic dependent
+PDL = True  # split path on a GPU: the apply kernel is launched as a programmatic dependent
 # launch (sm_90): it may start while the first kernel runs and waits in `gdc_wait` for that
 # grid's end, so the second launch's gap overlaps the first kernel (17 x 131073: two launches
-# of ~4 us each, where a copy of x takes 8-11 us). Unmeasured on a GPU: off.
+# of ~4 us each, where a copy of x takes 8-11 us). H200 (session 16), 17 x 131073 bf16 with
+# CHUNK = 2048: bench/direct.py 12.1 -> 10.7 us (both orders; CHUNK = 2048 alone 11.7), the
+# harness's --final 12.90 -> 11.46 us (median). RMSNorm's split path gained nothing from it.
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
