@@ -54,7 +54,6 @@ TUNABLES = {
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
     "PDL": [True, False],
-    "WHOLE_ROW_PREFETCH": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -82,11 +81,6 @@ WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this m
 # would be 43). H200 (session 9, bench/direct.py side by side): 2048 x 65536 bf16 224.0 ->
 # 178.8 us (56.4% -> 70.7% of the copy roofline); the other benchmark shapes within 0.3%.
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
-WHOLE_ROW_PREFETCH = False  # those rows on a GPU: one program an SM walks its rows and asks L2
-# for the next row (`prefetch.global.L2`, no registers) before it works on this one, so DRAM is
-# busy while the program reduces and stores. A 128 KiB row fills the register file, so two
-# programs an SM cannot overlap that way (2048 x 65536 bf16: 72% of a copy, session 16).
-# Unmeasured on a GPU: off.
 ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
 # launch, each row over several co-resident programs that meet at a barrier to combine their
 # chunks' statistics (`_softmax_row_split`), instead of two launches that read x twice. Off: no
@@ -328,52 +322,23 @@ def _chunk_apply(
 
 @triton.jit
 def _softmax_whole_row(
-    x_ptr, y_ptr, rows, cols, stride_x, stride_y,
-    BC: tl.constexpr, AL: tl.constexpr, PF: tl.constexpr, LINE: tl.constexpr,
+    x_ptr, y_ptr, cols, stride_x, stride_y, BC: tl.constexpr, AL: tl.constexpr
 ):  # fmt: skip
-    """One row per program, kept in registers in its input dtype between the passes. PF
-    (WHOLE_ROW_PREFETCH): one program an SM walks rows pid, pid + programs, ... and asks L2 for
-    its next row before it starts on this one."""
+    """One row per program, kept in registers in its input dtype between the passes."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
+    row = tl.program_id(0).to(tl.int64)
     c = tl.arange(0, BC)
     mask = c < cols
-    pid = tl.program_id(0)
-    step = 1
-    end = pid + 1
-    if PF:
-        step = tl.num_programs(0)
-        end = rows
-    for r in range(pid, end, step):
-        row = tl.cast(r, tl.int64)
-        if PF:
-            if r + step < rows:
-                _prefetch_row(x_ptr + (row + step) * stride_x, cols, BC, LINE)
-        xr = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
-        m = tl.max(xr.to(tl.float32), axis=0)
-        den = tl.sum(tl.exp(xr.to(tl.float32) - m), axis=0)
-        # exp again, written differently (x log2 e - m log2 e) so the compiler cannot merge it
-        # with the first and keep a float32 copy of the row alive: recomputing beats spilling
-        y = tl.exp2(xr.to(tl.float32) * 1.4426950408889634 - m * 1.4426950408889634)
-        y = y * (1.0 / den)
-        tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _prefetch_row(p, cols, BC: tl.constexpr, LINE: tl.constexpr):
-    """Ask L2 for the 128-byte lines of a row (LINE elements each), keeping them (evict_last)
-    until the row is read: no registers held, nothing waited for (sm_90 `prefetch.global.L2`)."""
-    off = tl.minimum(tl.arange(0, BC // LINE) * LINE, cols - 1)  # never past the row's end
-    tl.inline_asm_elementwise(
-        "prefetch.global.L2::evict_last [$1]; mov.u32 $0, 0;",
-        "=r,l",
-        [p + off],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
+    xr = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
+    m = tl.max(xr.to(tl.float32), axis=0)
+    den = tl.sum(tl.exp(xr.to(tl.float32) - m), axis=0)
+    # exp again, written differently (x log2 e - m log2 e) so the compiler cannot merge it with
+    # the first and keep a float32 copy of the row alive: recomputing is cheaper than spilling
+    y = tl.exp2(xr.to(tl.float32) * 1.4426950408889634 - m * 1.4426950408889634) * (1.0 / den)
+    tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -571,10 +536,9 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):
-        pf = WHOLE_ROW_PREFETCH and x.device.type == "cuda"
-        _softmax_whole_row[(min(rows, _sm_count(x.device)) if pf else rows,)](
-            x, y, rows, cols, x.stride(0), y.stride(0), BC=bc, AL=al, PF=pf,
-            LINE=128 // x.element_size(), num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
+        _softmax_whole_row[(rows,)](
+            x, y, cols, x.stride(0), y.stride(0), BC=bc, AL=al,
+            num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
         )  # fmt: skip
         return y
     if split := _row_split(rows, cols, x):
