@@ -87,6 +87,10 @@ ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
+# Session 16 (H200, bench/direct.py side by side, 2048 x 65536 bf16): the whole-row programs as
+# one persistent program an SM that prefetches its next row into L2 (`prefetch.global.L2::
+# evict_last`, no registers) before working on this one: 163.5 -> 196.0 us (slower; the
+# one-a-row launch keeps a program starting on every SM the moment one ends).
 LOOP_BLOCK = 4096  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start
 # on a 16-byte boundary: one program a row of LOOP_WARPS warps that walks it twice in
 # LOOP_BLOCK-column steps (`_rmsnorm_loop`): the sum of squares, then x * rstd * weight, the

@@ -121,6 +121,10 @@ LOOP_WARPS = 16
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
 # aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
+# Session 16 (H200, bench/direct.py side by side, 2048 x 65536 bf16): the whole-row programs as
+# one persistent program an SM that prefetches its next row into L2 (`prefetch.global.L2::
+# evict_last`, no registers) before working on this one: 178.8 -> 229.5 us (slower; the
+# one-a-row launch keeps a program starting on every SM the moment one ends).
 
 
 @triton.jit
