@@ -85,6 +85,7 @@ ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x
 # run whose untouched tiny shapes were noisy too (1 x 1 bf16 p90 32 us). Not settled
 ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
+ROW_SPLIT_COOP = True  # that launch as a cooperative grid (session 16; ROW_SPLIT is still off)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
 # Session 16 (H200, bench/direct.py side by side, 2048 x 65536 bf16): the whole-row programs as
@@ -475,6 +476,9 @@ def _split_rows(x, weight, y, rows, cols, al, bc, nsplit, spin_max=None):
         x, weight, y, st, _counters(rows, x.device), cols, x.stride(0), y.stride(0), EPS, nsplit,
         SPIN_MAX if spin_max is None else spin_max, BC=bc, PP=pp, AL=al,
         num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
+        # ROW_SPLIT_COOP: the driver starts the grid only with every program resident (or fails
+        # the launch), so the barrier never waits on a program that has no SM
+        **({"launch_cooperative_grid": True} if ROW_SPLIT_COOP and x.is_cuda else {}),
     )  # fmt: skip
 
 

@@ -88,6 +88,7 @@ ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x
 # against 11.8 at ROW_SPLIT_PER_SM = 4, 12.2 at 8, 14.0 against 11.9 at 1 (rmsnorm gained)
 ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
+ROW_SPLIT_COOP = True  # that launch as a cooperative grid (session 16; ROW_SPLIT is still off)
 LOOP_BLOCK = 0  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start on
 # a 16-byte boundary: one program a row of LOOP_WARPS warps that walks it twice in
 # LOOP_BLOCK-column steps (`_softmax_loop`): the running max and the sum of exp(x - max),
@@ -501,6 +502,9 @@ def _split_rows(x, y, rows, cols, al, bc, nsplit, spin_max=None):
         x, y, st, _counters(rows, x.device), cols, x.stride(0), y.stride(0), nsplit,
         SPIN_MAX if spin_max is None else spin_max, BC=bc, PP=pp, AL=al,
         num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
+        # ROW_SPLIT_COOP: the driver starts the grid only with every program resident (or fails
+        # the launch), so the barrier never waits on a program that has no SM
+        **({"launch_cooperative_grid": True} if ROW_SPLIT_COOP and x.is_cuda else {}),
     )  # fmt: skip
 
 
