@@ -85,7 +85,11 @@ ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x
 # run whose untouched tiny shapes were noisy too (1 x 1 bf16 p90 32 us). Not settled
 ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
-ROW_SPLIT_COOP = True  # that launch as a cooperative grid (session 16; ROW_SPLIT is still off)
+ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program resident, or the
+# launch fails. H200 (session 16): the same speed as without (bench/direct.py, 200 calls:
+# 17 x 131073 f32 14.0 / 13.9 us, bf16 11.6 / 11.5, against the two launches' 15.6 / 12.8), but
+# through the harness's --final ROW_SPLIT was slow again: bf16 median 30.0 us (p90 58.7)
+# against the two launches' 13.5, as in session 11 without the cooperative launch. Why is open.
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
 # Session 16 (H200, bench/direct.py side by side, 2048 x 65536 bf16): the whole-row programs as

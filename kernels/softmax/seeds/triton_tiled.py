@@ -88,7 +88,10 @@ ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x
 # against 11.8 at ROW_SPLIT_PER_SM = 4, 12.2 at 8, 14.0 against 11.9 at 1 (rmsnorm gained)
 ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
-ROW_SPLIT_COOP = True  # that launch as a cooperative grid (session 16; ROW_SPLIT is still off)
+ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program resident, or the
+# launch fails. H200 (session 16, bench/direct.py, 200 calls): 17 x 131073 bf16 12.0 us with it,
+# 11.8 without, against 10.5 for the two launches with PDL (on). RMSNorm's ROW_SPLIT was slow
+# through the harness's --final with it too (NOTES.md, session 16).
 LOOP_BLOCK = 0  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start on
 # a 16-byte boundary: one program a row of LOOP_WARPS warps that walks it twice in
 # LOOP_BLOCK-column steps (`_softmax_loop`): the running max and the sum of exp(x - max),
