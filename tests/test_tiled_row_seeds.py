@@ -244,6 +244,62 @@ def test_rows_read_as_an_aligned_body_and_edges_match(monkeypatch, task, dtype):
         monkeypatch.setattr(module, "ROW_VEC_MIN", 1)
 
 
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_split_rows_cut_on_the_aligned_body_match(monkeypatch, task, dtype):
+    """CHUNK_VEC with 16-column chunks (SINGLE_MAX = 16 sends every row past 16 columns to the
+    split path): rows that start off a 16-byte boundary are chunked along their aligned body and
+    chunk 0 takes the edges (V = 4 float32 / 8 bfloat16 elements); rows that all start on it
+    (64 columns) keep the plain chunks (V = 0). Both launches get the same V."""
+    module = SEEDS[task]
+    monkeypatch.setattr(module, "CHUNK_VEC", True)
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "CHUNK", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+    v = 16 // torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    names = ("_chunk_stats" if task == "softmax" else "_chunk_sumsq", "_chunk_apply")
+    kernels = {name: getattr(module, name) for name in names}
+    for rows, cols in [(3, 17), (4, 31), (5, 33), (2, 64), (6, 47), (2, 333), (1, 257)]:
+        seen = []
+        for name in names:
+            monkeypatch.setattr(module, name, KwSpy(kernels[name], seen))
+        run_and_check(task, rows, cols, dtype)
+        assert seen == [0 if cols % v == 0 else v] * 2, (rows, cols, seen)
+
+
+class KwSpy:
+    """A kernel stand-in that records the V each launch gets, then launches the real kernel."""
+
+    def __init__(self, kern, log: list):
+        self.kern, self.log = kern, log
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.log.append(kwargs["V"])
+            return self.kern[grid](*args, **kwargs)
+
+        return launch
+
+
+def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkeypatch):
+    """CHUNK_VEC's rule: rows off a 16-byte boundary with x and y on 16 bytes and one stride;
+    not for rows that all start on 16 bytes, an x that starts 2 bytes in, or CHUNK_VEC off."""
+
+    def t(rows, cols, dtype=torch.bfloat16, offset=0):
+        flat = torch.empty(rows * cols + offset, dtype=dtype)
+        return flat[offset:].view(rows, cols)
+
+    for module in SEEDS.values():
+        monkeypatch.setattr(module, "CHUNK_VEC", True)
+        cv, al = module._chunk_vec, module._align
+        x = t(17, 131073)
+        assert cv(al(131073, x, x), x, t(17, 131073))
+        assert not cv(8, t(17, 131072), t(17, 131072))  # aligned rows: plain chunks vectorize
+        assert not cv(1, t(17, 131073, offset=1), t(17, 131073))  # x 2 bytes in
+        monkeypatch.setattr(module, "CHUNK_VEC", False)
+        assert not cv(1, x, t(17, 131073))
+
+
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
     row, on by default) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the

@@ -50,6 +50,7 @@ TUNABLES = {
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
     "PDL": [False, True],
+    "CHUNK_VEC": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -125,6 +126,10 @@ PDL = False  # split path on a GPU: the apply kernel is launched as a programmat
 # of ~4 us each, where a copy of x takes 8-11 us). Off: H200 (session 16, bench/direct.py
 # side by side, 200 calls, both orders), 17 x 131073 f32 14.5 -> 14.5 us, bf16 12.7 -> 12.6
 # (softmax's gained 12% and has it on).
+CHUNK_VEC = False  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
+# cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
+# edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. CPU-tested,
+# unmeasured on a GPU (session 16 ran out of device time): off.
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -268,8 +273,11 @@ def _rmsnorm_loop(
 @triton.jit
 def _chunk_sumsq(
     x_ptr, p_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, V: tl.constexpr,
 ):  # fmt: skip
+    """Chunk program_id(1) of row program_id(0): its sum of squares. V > 0 (CHUNK_VEC): chunks
+    cut the row's aligned body (as in `_rmsnorm_row_vec`), and chunk 0 also takes the edges
+    before and after it."""
     if PDL:  # the apply kernel may launch now (it waits for this grid before reading)
         gdc_launch_dependents()
     if AL > 1:
@@ -278,15 +286,32 @@ def _chunk_sumsq(
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     c = ch * CHUNK + tl.arange(0, CHUNK)
-    x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=0.0).to(tl.float32)
-    tl.store(p_ptr + row * nchunks + ch, tl.sum(x * x, axis=0))
+    if V > 0:
+        s0 = row * stride_x  # the row's first element
+        b0 = (s0 + V - 1) // V * V  # its body's first element: a multiple of V
+        a0 = b0 - s0
+        nb = tl.maximum(cols - a0, 0) // V * V  # body columns: a multiple of V
+        x = tl.load(x_ptr + b0 + c, mask=c < nb, other=0.0).to(tl.float32)
+        k = tl.arange(0, 2 * V)  # the edges (chunk 0 only): k < V before the body, else after
+        ce = tl.where(k < V, k, a0 + nb + k - V)
+        me = tl.where(k < V, k < a0, True) & (ce < cols) & (ch == 0)
+        xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
+        ss = tl.sum(x * x, axis=0) + tl.sum(xe * xe, axis=0)
+    else:
+        x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=0.0).to(tl.float32)
+        ss = tl.sum(x * x, axis=0)
+    tl.store(p_ptr + row * nchunks + ch, ss)
 
 
 @triton.jit
 def _chunk_apply(
     x_ptr, w_ptr, y_ptr, p_ptr, cols, stride_x, stride_y, nchunks, eps,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
+    V: tl.constexpr,
 ):  # fmt: skip
+    """Chunk program_id(1) of row program_id(0): x * rstd * weight from its row's partial sums.
+    V > 0 (CHUNK_VEC): the chunks of `_chunk_sumsq` with V, x and y sharing the stride; the
+    weight, shifted by the row's offset from the boundary, is read one by one."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -300,10 +325,27 @@ def _chunk_apply(
     total = tl.sum(tl.load(p_ptr + row * nchunks + k, mask=k < nchunks, other=0.0), axis=0)
     rstd = tl.rsqrt(total / cols + eps)
     c = ch * CHUNK + tl.arange(0, CHUNK)
-    mask = c < cols
-    x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * stride_y + c, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+    ty = y_ptr.dtype.element_ty
+    if V > 0:
+        s0 = row * stride_x  # as in _chunk_sumsq: the body and, for chunk 0, the edges
+        b0 = (s0 + V - 1) // V * V
+        a0 = b0 - s0
+        nb = tl.maximum(cols - a0, 0) // V * V
+        mb = c < nb
+        x = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
+        tl.store(y_ptr + b0 + c, (x * rstd * w).to(ty), mask=mb)
+        ke = tl.arange(0, 2 * V)
+        ce = tl.where(ke < V, ke, a0 + nb + ke - V)
+        me = tl.where(ke < V, ke < a0, True) & (ce < cols) & (ch == 0)
+        xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
+        we = tl.load(w_ptr + ce, mask=me, other=0.0).to(tl.float32)
+        tl.store(y_ptr + s0 + ce, (xe * rstd * we).to(ty), mask=me)
+    else:
+        mask = c < cols
+        x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * stride_y + c, (x * rstd * w).to(ty), mask=mask)
 
 
 @triton.jit
@@ -408,6 +450,18 @@ def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> b
         ROW_VEC
         and ROW_VEC_MIN <= bc <= TILE_ELEMS
         and rows >= _sm_count(x.device)
+        and al * x.element_size() < 16
+        and x.stride(0) == y.stride(0)
+        and x.data_ptr() % 16 == 0
+        and y.data_ptr() % 16 == 0
+    )
+
+
+def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
+    bytes with one stride (a row's body is aligned in both)."""
+    return (
+        CHUNK_VEC
         and al * x.element_size() < 16
         and x.stride(0) == y.stride(0)
         and x.data_ptr() % 16 == 0
@@ -536,12 +590,14 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     part = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     grid = (rows, nchunks)
     pdl = PDL and x.device.type == "cuda"
+    v = 16 // x.element_size() if _chunk_vec(al, x, y) else 0
     _chunk_sumsq[grid](
-        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, num_warps=_warps(CHUNK)
-    )
+        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, V=v,
+        num_warps=_warps(CHUNK),
+    )  # fmt: skip
     _chunk_apply[grid](
         x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl,
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
         num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y

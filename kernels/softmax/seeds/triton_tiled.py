@@ -54,6 +54,7 @@ TUNABLES = {
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
     "PDL": [True, False],
+    "CHUNK_VEC": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -119,6 +120,10 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 # of ~4 us each, where a copy of x takes 8-11 us). H200 (session 16), 17 x 131073 bf16 with
 # CHUNK = 2048: bench/direct.py 12.1 -> 10.7 us (both orders; CHUNK = 2048 alone 11.7), the
 # harness's --final 12.90 -> 11.46 us (median). RMSNorm's split path gained nothing from it.
+CHUNK_VEC = False  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
+# cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
+# edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. CPU-tested,
+# unmeasured on a GPU (session 16 ran out of device time): off.
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -285,8 +290,11 @@ def _softmax_tile(
 @triton.jit
 def _chunk_stats(
     x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, V: tl.constexpr,
 ):  # fmt: skip
+    """Chunk program_id(1) of row program_id(0): its max and its sum of exp(x - max). V > 0
+    (CHUNK_VEC): chunks cut the row's aligned body (as in `_softmax_row_vec`), and chunk 0 also
+    takes the edges before and after it."""
     if PDL:  # the apply kernel may launch now (it waits for this grid before reading)
         gdc_launch_dependents()
     if AL > 1:
@@ -295,9 +303,24 @@ def _chunk_stats(
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
     c = ch * CHUNK + tl.arange(0, CHUNK)
-    x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=-float("inf")).to(tl.float32)
-    m = tl.max(x, axis=0)
-    s = tl.where(m == -float("inf"), 0.0, tl.sum(tl.exp(x - m), axis=0))
+    if V > 0:
+        s0 = row * stride_x  # the row's first element
+        b0 = (s0 + V - 1) // V * V  # its body's first element: a multiple of V
+        a0 = b0 - s0
+        nb = tl.maximum(cols - a0, 0) // V * V  # body columns: a multiple of V
+        x = tl.load(x_ptr + b0 + c, mask=c < nb, other=-float("inf")).to(tl.float32)
+        k = tl.arange(0, 2 * V)  # the edges (chunk 0 only): k < V before the body, else after
+        ce = tl.where(k < V, k, a0 + nb + k - V)
+        me = tl.where(k < V, k < a0, True) & (ce < cols) & (ch == 0)
+        xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
+        m = tl.maximum(tl.max(x, axis=0), tl.max(xe, axis=0))
+        se = tl.sum(tl.exp(x - m), axis=0) + tl.sum(tl.exp(xe - m), axis=0)
+        s = tl.where(m == -float("inf"), 0.0, se)
+    else:
+        x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=-float("inf"))
+        x = x.to(tl.float32)
+        m = tl.max(x, axis=0)
+        s = tl.where(m == -float("inf"), 0.0, tl.sum(tl.exp(x - m), axis=0))
     tl.store(m_ptr + row * nchunks + ch, m)
     tl.store(s_ptr + row * nchunks + ch, s)
 
@@ -306,7 +329,10 @@ def _chunk_stats(
 def _chunk_apply(
     x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
+    V: tl.constexpr,
 ):  # fmt: skip
+    """Chunk program_id(1) of row program_id(0): exp(x - M) / S from its row's statistics. V > 0
+    (CHUNK_VEC): the chunks of `_chunk_stats` with V, x and y sharing the stride."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -322,10 +348,25 @@ def _chunk_apply(
     big = tl.max(mc, axis=0)
     total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * tl.exp(mc - big)), axis=0)
     c = ch * CHUNK + tl.arange(0, CHUNK)
-    mask = c < cols
-    x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf")).to(tl.float32)
-    y = tl.exp(x - big) / total
-    tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+    ty = y_ptr.dtype.element_ty
+    if V > 0:
+        s0 = row * stride_x  # as in _chunk_stats: the body and, for chunk 0, the edges
+        b0 = (s0 + V - 1) // V * V
+        a0 = b0 - s0
+        nb = tl.maximum(cols - a0, 0) // V * V
+        mb = c < nb
+        x = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
+        tl.store(y_ptr + b0 + c, (tl.exp(x - big) / total).to(ty), mask=mb)
+        ke = tl.arange(0, 2 * V)
+        ce = tl.where(ke < V, ke, a0 + nb + ke - V)
+        me = tl.where(ke < V, ke < a0, True) & (ce < cols) & (ch == 0)
+        xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
+        tl.store(y_ptr + s0 + ce, (tl.exp(xe - big) / total).to(ty), mask=me)
+    else:
+        mask = c < cols
+        x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf")).to(tl.float32)
+        y = tl.exp(x - big) / total
+        tl.store(y_ptr + row * stride_y + c, y.to(ty), mask=mask)
 
 
 @triton.jit
@@ -433,6 +474,18 @@ def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> b
         ROW_VEC
         and ROW_VEC_MIN <= bc <= TILE_ELEMS
         and rows >= _sm_count(x.device)
+        and al * x.element_size() < 16
+        and x.stride(0) == y.stride(0)
+        and x.data_ptr() % 16 == 0
+        and y.data_ptr() % 16 == 0
+    )
+
+
+def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
+    bytes with one stride (a row's body is aligned in both)."""
+    return (
+        CHUNK_VEC
         and al * x.element_size() < 16
         and x.stride(0) == y.stride(0)
         and x.data_ptr() % 16 == 0
@@ -560,12 +613,14 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     s = torch.empty_like(m)
     grid = (rows, nchunks)
     pdl = PDL and x.device.type == "cuda"
+    v = 16 // x.element_size() if _chunk_vec(al, x, y) else 0
     _chunk_stats[grid](
-        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, num_warps=_warps(CHUNK)
-    )
+        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, V=v,
+        num_warps=_warps(CHUNK),
+    )  # fmt: skip
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl,
+        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
         num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
