@@ -110,7 +110,7 @@ def summarize(
 
 @dataclass(frozen=True)
 class Comparison:
-    ratio: float  # mean_b / mean_a: > 1 means A is faster
+    ratio: float  # the median of b_i / a_i over the rounds: > 1 means A is faster
     ci_low: float
     ci_high: float
     faster: bool  # A beats B by the protocol's rule
@@ -118,15 +118,25 @@ class Comparison:
 
 def compare_interleaved(a_us: list[float], b_us: list[float], min_gain: float = 0.03) -> Comparison:
     """Is A faster than B? Needs a gain of at least `min_gain` *and* a 95% confidence interval on
-    the ratio of means that excludes 1 (delta method on two independent means, interleaved
-    samples from one process). Back-to-back runs differ by ~2% on an H200, so less is noise."""
-    ma, mb = statistics.fmean(a_us), statistics.fmean(b_us)
-    va = statistics.variance(a_us) / len(a_us) if len(a_us) > 1 else 0.0
-    vb = statistics.variance(b_us) / len(b_us) if len(b_us) > 1 else 0.0
-    ratio = mb / ma
-    # var(mb/ma) ~ ratio^2 (vb/mb^2 + va/ma^2)
-    se = ratio * math.sqrt(vb / mb**2 + va / ma**2)
-    lo, hi = ratio - 1.96 * se, ratio + 1.96 * se
+    the ratio that excludes 1. Back-to-back runs differ by ~2% on an H200, so less is noise.
+
+    The samples are paired: round i timed a_i and b_i on the same input, one right after the
+    other in a random order (`arena.compare`). The ratio is the median of the per-round ratios
+    b_i / a_i, and its interval is the sign test's (order statistics of those ratios: no
+    assumption about their distribution). A load spike on a shared machine hits one call of one
+    round and moves one ratio; with the ratio of means and an interval from the two variances
+    (before session 16), a few such spikes made a candidate "significantly faster" than itself
+    (CI [1.002, 1.263] on the 2-core CI machine). With fewer than 6 rounds the interval is the
+    whole range of ratios."""
+    n = min(len(a_us), len(b_us))
+    if n == 0:
+        return Comparison(math.nan, math.nan, math.nan, faster=False)
+    ratios = sorted(b / a for a, b in zip(a_us[:n], b_us[:n]))
+    ratio = statistics.median(ratios)
+    # 95% two-sided: ranks k and n - 1 - k (0-based), k from the normal approximation of
+    # Binomial(n, 1/2), rounded down (conservative)
+    k = max(0, math.floor((n - 1.96 * math.sqrt(n)) / 2)) if n >= 6 else 0
+    lo, hi = ratios[k], ratios[n - 1 - k]
     return Comparison(ratio, lo, hi, faster=ratio >= 1 + min_gain and lo > 1.0)
 
 

@@ -52,10 +52,13 @@ def test_a_candidate_is_not_significantly_faster_than_itself() -> None:
     same = run(EAGER, EAGER)
     assert same["ok"], same
     assert not same["faster"], same
-    # what "not significantly faster" means: the ratio's confidence interval holds 1. The point
-    # estimate itself is noise on a loaded 2-core CI machine (2.02 and 2.16 there, with
-    # intervals [0.75, 5.46] and [0.86, 5.38]): a fixed bound on it was a flaky test.
-    assert same["ci_low"] <= 1.0 <= same["ci_high"], same
+    # what "not significantly faster" means: the rounds cannot show the protocol's 3% gain (the
+    # interval reaches below 1.03). Not "the interval holds 1": the paired median is precise
+    # enough to see a real 0.5-1% difference between the two loaded copies under heavy load
+    # (intervals [1.005, 1.049] and [1.008, 1.042] with two busy loops beside the test). The
+    # ratio of means before it was not robust to load spikes: CI saw this test call a candidate
+    # faster than itself ([1.002, 1.263], session 16).
+    assert same["ci_low"] < 1.03, same
     assert same["shapes"][0]["n"] >= POLICY.min_samples, same
 
 

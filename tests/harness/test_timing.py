@@ -167,6 +167,43 @@ def test_the_threshold_is_a_parameter():
     assert compare_interleaved(a, b, min_gain=0.01).faster
 
 
+def test_a_few_load_spikes_do_not_make_a_candidate_faster_than_itself():
+    """The same kernel on both sides, with 4 of 40 rounds of B hit by a 3x spike (another
+    process on a 2-core machine): the ratio of means would read ~1.2 with a narrow interval;
+    the median of the per-round ratios stays at ~1 and its interval holds 1."""
+    a = _series(100.0, 0.01, 40, 11)
+    b = _series(100.0, 0.01, 40, 12)
+    for i in (3, 11, 19, 27):
+        b[i] *= 3.0
+    assert statistics.fmean(b) / statistics.fmean(a) > 1.15  # what the old statistic saw
+    c = compare_interleaved(a, b)
+    assert c.ratio == pytest.approx(1.0, abs=0.01)
+    assert c.ci_low <= 1.0 <= c.ci_high
+    assert not c.faster
+
+
+def test_rounds_are_paired_so_drift_that_hits_both_sides_cancels():
+    """Both kernels slow down together over the run (clocks, heat: +100% from first to last
+    round) and A is 5% faster in every round: each round's ratio is 1.05 exactly, so A is
+    faster with a tight interval, although each side's own spread is large."""
+    a = [95.0 * (1 + i / 100) for i in range(100)]
+    b = [100.0 * (1 + i / 100) for i in range(100)]
+    c = compare_interleaved(a, b)
+    assert c.ratio == pytest.approx(100 / 95) and c.ci_low == pytest.approx(100 / 95)
+    assert c.faster
+
+
+def test_few_rounds_give_the_whole_range_as_the_interval():
+    """Under 6 rounds the sign test cannot exclude 1 at 95%: the interval is the range of the
+    ratios, and the verdict needs every round to agree."""
+    c = compare_interleaved([100.0, 100.0, 100.0], [110.0, 104.0, 98.0])
+    assert (c.ci_low, c.ratio, c.ci_high) == pytest.approx((0.98, 1.04, 1.10))
+    assert not c.faster
+    assert compare_interleaved([100.0] * 5, [110.0, 104.0, 108.0, 106.0, 120.0]).faster
+    empty = compare_interleaved([], [])
+    assert math.isnan(empty.ratio) and not empty.faster
+
+
 # --- geomean ----------------------------------------------------------------------------------
 
 
