@@ -164,14 +164,22 @@ def test_the_looped_softmax_rescales_when_a_later_step_holds_the_max(monkeypatch
 
 
 class Spy:
-    """A kernel stand-in that records its launches by name, then launches the real one."""
+    """A kernel stand-in that records its launches by name (or, with `kwarg`, the value that
+    launch passes for it), then launches the real one."""
 
-    def __init__(self, kern, name: str, log: list[str]):
-        self.kern, self.name, self.log = kern, name, log
+    def __init__(self, kern, name: str, log: list, kwarg: str = ""):
+        self.kern, self.name, self.log, self.kwarg = kern, name, log, kwarg
 
     def __getitem__(self, grid):
-        self.log.append(self.name)
-        return self.kern[grid]
+        if not self.kwarg:
+            self.log.append(self.name)
+            return self.kern[grid]
+
+        def launch(*args, **kwargs):
+            self.log.append(kwargs[self.kwarg])
+            return self.kern[grid](*args, **kwargs)
+
+        return launch
 
 
 def test_rows_just_past_a_power_of_two_are_a_head_and_a_tail():
@@ -262,23 +270,9 @@ def test_split_rows_cut_on_the_aligned_body_match(monkeypatch, task, dtype):
     for rows, cols in [(3, 17), (4, 31), (5, 33), (2, 64), (6, 47), (2, 333), (1, 257)]:
         seen = []
         for name in names:
-            monkeypatch.setattr(module, name, KwSpy(kernels[name], seen))
+            monkeypatch.setattr(module, name, Spy(kernels[name], name, seen, kwarg="V"))
         run_and_check(task, rows, cols, dtype)
         assert seen == [0 if cols % v == 0 else v] * 2, (rows, cols, seen)
-
-
-class KwSpy:
-    """A kernel stand-in that records the V each launch gets, then launches the real kernel."""
-
-    def __init__(self, kern, log: list):
-        self.kern, self.log = kern, log
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.log.append(kwargs["V"])
-            return self.kern[grid](*args, **kwargs)
-
-        return launch
 
 
 def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkeypatch):

@@ -214,6 +214,21 @@ def _rmsnorm_tile(
 
 
 @triton.jit
+def _body_edges(s0, cols, V: tl.constexpr):
+    """A row that starts at element s0, off a V-element (16-byte) boundary: its aligned body
+    starts at b0 (a multiple of V, computed so, which is what lets the compiler emit 16-byte
+    accesses) and holds nb columns (a multiple of V); a0 = b0 - s0 columns come before it. The
+    edges are a [2V] tile: column ce (k < V before the body, else after it), valid where me."""
+    b0 = (s0 + V - 1) // V * V
+    a0 = b0 - s0  # 0 .. V-1
+    nb = tl.maximum(cols - a0, 0) // V * V
+    k = tl.arange(0, 2 * V)
+    ce = tl.where(k < V, k, a0 + nb + k - V)
+    me = tl.where(k < V, k < a0, True) & (ce < cols)
+    return b0, a0, nb, ce, me
+
+
+@triton.jit
 def _rmsnorm_row_vec(
     x_ptr, w_ptr, y_ptr, cols, stride, eps, BC: tl.constexpr, V: tl.constexpr
 ):  # fmt: skip
@@ -225,15 +240,10 @@ def _rmsnorm_row_vec(
     only load 2-byte (bf16) or 4-byte (f32) scalars. The weight, shifted by the row's offset from
     the boundary, is read one by one (from L1 / L2: every row reads it)."""
     s0 = tl.program_id(0).to(tl.int64) * stride  # the row's first element
-    b0 = (s0 + V - 1) // V * V  # the body's first element: a multiple of V
-    a0 = b0 - s0  # columns before the body (0 .. V-1)
-    nb = tl.maximum(cols - a0, 0) // V * V  # body columns: a multiple of V
+    b0, a0, nb, ce, me = _body_edges(s0, cols, V)
     c = tl.arange(0, BC)
     mb = c < nb
     xb = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
-    k = tl.arange(0, 2 * V)  # the edges: k < V before the body, k >= V after it
-    ce = tl.where(k < V, k, a0 + nb + k - V)  # column within the row
-    me = tl.where(k < V, k < a0, True) & (ce < cols)
     xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
     rstd = tl.rsqrt((tl.sum(xb * xb, axis=0) + tl.sum(xe * xe, axis=0)) / cols + eps)
     wb = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
@@ -288,13 +298,9 @@ def _chunk_sumsq(
     c = ch * CHUNK + tl.arange(0, CHUNK)
     if V > 0:
         s0 = row * stride_x  # the row's first element
-        b0 = (s0 + V - 1) // V * V  # its body's first element: a multiple of V
-        a0 = b0 - s0
-        nb = tl.maximum(cols - a0, 0) // V * V  # body columns: a multiple of V
+        b0, a0, nb, ce, me = _body_edges(s0, cols, V)
+        me = me & (ch == 0)  # the edges are chunk 0's
         x = tl.load(x_ptr + b0 + c, mask=c < nb, other=0.0).to(tl.float32)
-        k = tl.arange(0, 2 * V)  # the edges (chunk 0 only): k < V before the body, else after
-        ce = tl.where(k < V, k, a0 + nb + k - V)
-        me = tl.where(k < V, k < a0, True) & (ce < cols) & (ch == 0)
         xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
         ss = tl.sum(x * x, axis=0) + tl.sum(xe * xe, axis=0)
     else:
@@ -327,17 +333,13 @@ def _chunk_apply(
     c = ch * CHUNK + tl.arange(0, CHUNK)
     ty = y_ptr.dtype.element_ty
     if V > 0:
-        s0 = row * stride_x  # as in _chunk_sumsq: the body and, for chunk 0, the edges
-        b0 = (s0 + V - 1) // V * V
-        a0 = b0 - s0
-        nb = tl.maximum(cols - a0, 0) // V * V
+        s0 = row * stride_x  # as in the first kernel: the body and, for chunk 0, the edges
+        b0, a0, nb, ce, me = _body_edges(s0, cols, V)
+        me = me & (ch == 0)
         mb = c < nb
         x = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
         tl.store(y_ptr + b0 + c, (x * rstd * w).to(ty), mask=mb)
-        ke = tl.arange(0, 2 * V)
-        ce = tl.where(ke < V, ke, a0 + nb + ke - V)
-        me = tl.where(ke < V, ke < a0, True) & (ce < cols) & (ch == 0)
         xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
         we = tl.load(w_ptr + ce, mask=me, other=0.0).to(tl.float32)
         tl.store(y_ptr + s0 + ce, (xe * rstd * we).to(ty), mask=me)
@@ -441,6 +443,18 @@ def _head_tail(cols: int) -> tuple[int, int]:
     return (h, bt) if 4 * bt <= h else (bc, 0)
 
 
+def _bodies_align(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Rows that do not all start on a 16-byte boundary (al below a 16-byte vector), with x and
+    y starting on 16 bytes and sharing a stride, so that a row's aligned body (`_body_edges`)
+    is aligned in both."""
+    return (
+        al * x.element_size() < 16
+        and x.stride(0) == y.stride(0)
+        and x.data_ptr() % 16 == 0
+        and y.data_ptr() % 16 == 0
+    )
+
+
 def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     """ROW_VEC: rows of at least ROW_VEC_MIN (padded) columns, one a program, at least as many
     as SMs (a lone row is latency, not bandwidth: 1 x 4099 was 0.2-0.3 us slower with it), that
@@ -450,23 +464,14 @@ def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> b
         ROW_VEC
         and ROW_VEC_MIN <= bc <= TILE_ELEMS
         and rows >= _sm_count(x.device)
-        and al * x.element_size() < 16
-        and x.stride(0) == y.stride(0)
-        and x.data_ptr() % 16 == 0
-        and y.data_ptr() % 16 == 0
+        and _bodies_align(al, x, y)
     )
 
 
 def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
     bytes with one stride (a row's body is aligned in both)."""
-    return (
-        CHUNK_VEC
-        and al * x.element_size() < 16
-        and x.stride(0) == y.stride(0)
-        and x.data_ptr() % 16 == 0
-        and y.data_ptr() % 16 == 0
-    )
+    return CHUNK_VEC and _bodies_align(al, x, y)
 
 
 def _warps(elems: int) -> int:
