@@ -131,7 +131,7 @@ def compare_interleaved(a_us: list[float], b_us: list[float], min_gain: float = 
     n = min(len(a_us), len(b_us))
     if n == 0:
         return Comparison(math.nan, math.nan, math.nan, faster=False)
-    ratios = sorted(b / a for a, b in zip(a_us[:n], b_us[:n]))
+    ratios = sorted(b / a for a, b in zip(a_us, b_us))  # zip stops at n
     ratio = statistics.median(ratios)
     # 95% two-sided: ranks k and n - 1 - k (0-based), k from the normal approximation of
     # Binomial(n, 1/2), rounded down (conservative)
