@@ -44,11 +44,15 @@ def load_variant(seeds_dir: Path, spec: str) -> ModuleType:
     return mod
 
 
-def time_calls(fn, inputs: list, reps: int, budget_s: float, flush=None) -> list[float]:
+def time_calls(
+    fn, inputs: list, reps: int, budget_s: float, flush=None, hold=None
+) -> list[float]:
     """Per-call times in us of fn(*inputs[i % len(inputs)]), at least 3 and at most `reps`
     calls, stopping after `budget_s`. On a GPU: CUDA events, each call preceded by a write of
     `flush` (if given: evicts L2) and the harness's launch slack (the GPU sleeps so the host's
-    launch latency is not timed); on the CPU: the host clock."""
+    launch latency is not timed; with `hold`, a `cockpit.harness.hold.Hold`, the slack is the
+    arena's own: every SM held, the call made once the flush is done, the start event recorded
+    just before it); on the CPU: the host clock."""
     import time
 
     import torch
@@ -63,7 +67,13 @@ def time_calls(fn, inputs: list, reps: int, budget_s: float, flush=None) -> list
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if flush is not None:
                 flush.fill_(float(i))
-            torch.cuda._sleep(LAUNCH_SLACK_CYCLES)
+            if hold is None:
+                torch.cuda._sleep(LAUNCH_SLACK_CYCLES)
+            else:
+                flushed = torch.cuda.Event()
+                flushed.record()
+                hold.launch()
+                flushed.synchronize()
             start.record()
             fn(*args)
             end.record()

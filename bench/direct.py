@@ -61,6 +61,12 @@ def main() -> None:
         "gets %%copy = copy time / its time: the roofline as this GPU reaches it at that size, "
         "where the launch and the ramp of a small kernel dominate",
     )
+    p.add_argument(
+        "--hold",
+        action="store_true",
+        help="the launch slack as the arena makes it (every SM held by harness/hold.py, the call "
+        "made once the flush is done) instead of a sleep on one thread",
+    )
     p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
     p.add_argument(
         "--match", nargs="*", default=[], help="only shapes whose label contains one of these"
@@ -96,12 +102,19 @@ def main() -> None:
     if cuda:
         l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
         flush = torch.empty(max(256 << 20, 2 * l2) // 4, dtype=torch.float32, device="cuda")
+    hold = None
+    if args.hold and cuda:
+        from cockpit.harness.arena import LAUNCH_SLACK_US
+        from cockpit.harness.hold import Hold
+
+        hold = Hold(torch.device("cuda"), LAUNCH_SLACK_US)
     doc = {
         "task": task.name,
         "gpu": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "set": args.set,
+        "slack": hold.describe() if hold else "sleep",
         "rows": [],
     }
     out_dir = Path(args.out)
@@ -119,7 +132,7 @@ def main() -> None:
         first = None
         copy_us = None
         if args.copy:
-            t = time_calls(lambda x, *_: x.clone(), inputs, args.reps, args.budget_s, flush)
+            t = time_calls(lambda x, *_: x.clone(), inputs, args.reps, args.budget_s, flush, hold)
             copy_us = statistics.median(t)
             row = {"shape": label, "seed": "copy", "floor_us": floor, "check": "-"}
             row.update(median_us=copy_us, n_calls=len(t), roofline_pct=100.0 * floor / copy_us)
@@ -137,7 +150,7 @@ def main() -> None:
                 row["check"] = "ok" if ok else "FAIL"
                 row["message"] = str(metrics.get("message", ""))[:200]
                 del out
-                t = time_calls(fn, inputs, args.reps, args.budget_s, flush)
+                t = time_calls(fn, inputs, args.reps, args.budget_s, flush, hold)
                 row["median_us"] = statistics.median(t)
                 row["n_calls"] = len(t)
                 row["roofline_pct"] = 100.0 * floor / row["median_us"]

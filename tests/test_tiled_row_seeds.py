@@ -122,36 +122,42 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
 @pytest.mark.parametrize("task", sorted(TASKS))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
-def test_rows_walked_twice_in_steps_match(monkeypatch, task, rows, cols, dtype):
+@pytest.mark.parametrize("persist", [0, 2])
+def test_rows_walked_twice_in_steps_match(monkeypatch, task, rows, cols, dtype, persist):
     """LOOP_BLOCK = 32: rows of 64 to 512 padded columns (LOOP_MIN_COLS / LOOP_MAX_COLS) taken
-    by the loop kernel, one program a row walking it in 32-column steps (a ragged last step at
-    100 float32 columns) where every row starts on a 16-byte boundary; the others (33, 257 and
-    333 columns, and 100 in bfloat16) keep the tiled path."""
+    by the loop kernel, walking each row in 32-column steps (a ragged last step at 100 float32
+    columns) where every row starts on a 16-byte boundary; the others (33, 257 and 333 columns,
+    and 100 in bfloat16) keep the tiled path. One program a row, or with LOOP_PERSIST = 2 two
+    programs (the interpreter's one "SM") that take every other row."""
     module = SEEDS[task]
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    monkeypatch.setattr(module, "LOOP_PERSIST", persist)
     t, ref = TASKS[task], REFS[task]
     inputs = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
     looped = (cols, dtype) in {(100, "float32"), (64, "float32"), (64, "bfloat16")}
-    launched = []
+    launched, grids = [], []
     for name in (f"_{task}_loop", f"_{task}_tile"):
-        monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched))
+        monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched, grids=grids))
     out = module.kernel(*inputs)
     ok, metrics = default_check(t, ref, tuple(inputs), [out])
     assert ok, metrics.get("message")
     assert launched == [f"_{task}_loop" if looped else f"_{task}_tile"]
+    if looped:
+        assert grids == [(min(rows, persist) if persist else rows,)]
 
 
-@pytest.mark.parametrize("block", [32, 128])
-def test_the_looped_softmax_rescales_when_a_later_step_holds_the_max(monkeypatch, block):
+@pytest.mark.parametrize(("block", "persist"), [(32, 0), (128, 0), (32, 1)])
+def test_the_looped_softmax_rescales_when_a_later_step_holds_the_max(monkeypatch, block, persist):
     """`_softmax_loop`'s running max: the row's largest values sit in its last steps (+30), so
     the sums of the earlier steps must be rescaled; with 128-column steps the one step is mostly
-    padding, lanes that never see a value (their max stays -inf) add nothing."""
+    padding, groups of columns that never see a value (their max stays -inf) add nothing."""
     module = SEEDS["softmax"]
     monkeypatch.setattr(module, "LOOP_BLOCK", block)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    monkeypatch.setattr(module, "LOOP_PERSIST", persist)  # 1: one program takes the 3 rows
     x = torch.randn(3, 100, generator=torch.Generator().manual_seed(5))
     x[:, 70:] += 30.0
     x[1] -= 1000.0  # a row far below zero: its max, not 0, must come out
@@ -165,12 +171,14 @@ def test_the_looped_softmax_rescales_when_a_later_step_holds_the_max(monkeypatch
 
 class Spy:
     """A kernel stand-in that records its launches by name (or, with `kwarg`, the value that
-    launch passes for it), then launches the real one."""
+    launch passes for it) and, given `grids`, their grids, then launches the real one."""
 
-    def __init__(self, kern, name: str, log: list, kwarg: str = ""):
-        self.kern, self.name, self.log, self.kwarg = kern, name, log, kwarg
+    def __init__(self, kern, name: str, log: list, kwarg: str = "", grids: list | None = None):
+        self.kern, self.name, self.log, self.kwarg, self.grids = kern, name, log, kwarg, grids
 
     def __getitem__(self, grid):
+        if self.grids is not None:
+            self.grids.append(tuple(grid))
         if not self.kwarg:
             self.log.append(self.name)
             return self.kern[grid]

@@ -55,7 +55,8 @@ TUNABLES = {
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
-NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per WARP_ELEMS elements
+WARP_ELEMS = 1024
 SHORT_ROW_TILE = 1024  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many
 # elements in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no
 # shared memory or barrier, and short-row shapes get many small programs. This is what Inductor
@@ -126,13 +127,17 @@ PDL = False  # split path on a GPU: the apply kernel is launched as a programmat
 # of ~4 us each, where a copy of x takes 8-11 us). Off: H200 (session 16, bench/direct.py
 # side by side, 200 calls, both orders), 17 x 131073 f32 14.5 -> 14.5 us, bf16 12.7 -> 12.6
 # (softmax's gained 12% and has it on).
-CHUNK_VEC = False  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
+CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
-# edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. CPU-tested,
-# unmeasured on a GPU (session 16 ran out of device time): off.
+# edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
+# (session 17, bench/direct.py side by side, 200 calls): 17 x 131073 bf16 13.0 -> 11.4-12.2 us
+# (two rows of the same variant), 13.8 -> 11.3 with the arena's hold (--hold); f32 14.8 ->
+# 14.1-14.9 (a copy of x: 8.4-9.2 bf16, 11.2 f32).
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
+LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
+# at most k rows an SM are between their two passes (what the second pass needs from L2)
 EPS = 1e-6  # the task's eps (task.toml)
 
 
@@ -255,29 +260,35 @@ def _rmsnorm_row_vec(
 
 @triton.jit
 def _rmsnorm_loop(
-    x_ptr, w_ptr, y_ptr, cols, stride_x, stride_y, eps, BLOCK: tl.constexpr, AL: tl.constexpr
+    x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, BLOCK: tl.constexpr,
+    AL: tl.constexpr, PERSIST: tl.constexpr,
 ):  # fmt: skip
-    """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK)."""
+    """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK); with PERSIST
+    (LOOP_PERSIST) a fixed set of programs walks the rows, one after another."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
-    row = tl.program_id(0).to(tl.int64)
-    xr = x_ptr + row * stride_x
-    yr = y_ptr + row * stride_y
-    acc = tl.zeros([BLOCK], tl.float32)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        x = tl.load(xr + c, mask=c < cols, other=0.0, eviction_policy="evict_last")
-        x = x.to(tl.float32)
-        acc += x * x
-    rstd = tl.rsqrt(tl.sum(acc, axis=0) / cols + eps)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        mask = c < cols
-        x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
-        tl.store(yr + c, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+    start, step = tl.program_id(0), 1
+    if PERSIST:
+        step = tl.num_programs(0)
+    for r in range(start, rows if PERSIST else start + 1, step):
+        row = tl.cast(r, tl.int64)
+        xr = x_ptr + row * stride_x
+        yr = y_ptr + row * stride_y
+        acc = tl.zeros([BLOCK], tl.float32)
+        for c0 in range(0, cols, BLOCK):
+            c = c0 + tl.arange(0, BLOCK)
+            x = tl.load(xr + c, mask=c < cols, other=0.0, eviction_policy="evict_last")
+            x = x.to(tl.float32)
+            acc += x * x
+        rstd = tl.rsqrt(tl.sum(acc, axis=0) / cols + eps)
+        for c0 in range(0, cols, BLOCK):
+            c = c0 + tl.arange(0, BLOCK)
+            mask = c < cols
+            x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
+            w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+            tl.store(yr + c, (x.to(tl.float32) * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -475,7 +486,7 @@ def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 def _warps(elems: int) -> int:
-    return max(1, min(NUM_WARPS, elems // 1024))
+    return max(1, min(NUM_WARPS, elems // WARP_ELEMS))
 
 
 def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
@@ -496,6 +507,11 @@ def _sm_count(device: torch.device) -> int:
         cuda = device.type == "cuda"
         _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
     return _SMS[device]
+
+
+def _loop_programs(rows: int, device: torch.device) -> int:
+    """Programs of the looped path: one a row, or LOOP_PERSIST an SM (1 SM in the interpreter)."""
+    return min(rows, LOOP_PERSIST * _sm_count(device)) if LOOP_PERSIST else rows
 
 
 def _programs(ntiles: int, device: torch.device) -> int:
@@ -560,9 +576,9 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if LOOP_BLOCK and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS and al * x.element_size() == 16:
-        _rmsnorm_loop[(rows,)](
-            x, weight, y, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(LOOP_BLOCK, bc), AL=al,
-            num_warps=LOOP_WARPS,
+        _rmsnorm_loop[(_loop_programs(rows, x.device),)](
+            x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(LOOP_BLOCK, bc),
+            AL=al, PERSIST=bool(LOOP_PERSIST), num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:

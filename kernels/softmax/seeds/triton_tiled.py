@@ -59,7 +59,8 @@ TUNABLES = {
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 2048  # columns per program in the split path (4096 before PDL; see PDL)
-NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements
+NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per WARP_ELEMS elements
+WARP_ELEMS = 1024
 SHORT_ROW_TILE = 1024  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many
 # elements in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no
 # shared memory or barrier, and short-row shapes get many small programs. This is what Inductor
@@ -120,13 +121,16 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 # of ~4 us each, where a copy of x takes 8-11 us). H200 (session 16), 17 x 131073 bf16 with
 # CHUNK = 2048: bench/direct.py 12.1 -> 10.7 us (both orders; CHUNK = 2048 alone 11.7), the
 # harness's --final 12.90 -> 11.46 us (median). RMSNorm's split path gained nothing from it.
-CHUNK_VEC = False  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
+CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
-# edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. CPU-tested,
-# unmeasured on a GPU (session 16 ran out of device time): off.
+# edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
+# (session 17, bench/direct.py side by side, 200 calls): 17 x 131073 bf16 10.7 -> 9.8 us (a
+# copy of x: 8.2), and 10.5 -> 9.6 with the arena's hold as the launch slack (--hold).
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
+LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
+# at most k rows an SM are between their two passes (what the second pass needs from L2)
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
 # aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
@@ -245,36 +249,46 @@ def _softmax_row_vec(
 
 @triton.jit
 def _softmax_loop(
-    x_ptr, y_ptr, cols, stride_x, stride_y, BLOCK: tl.constexpr, AL: tl.constexpr
+    x_ptr, y_ptr, rows, cols, stride_x, stride_y, BLOCK: tl.constexpr, AL: tl.constexpr,
+    PERSIST: tl.constexpr,
 ):  # fmt: skip
-    """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK): per lane a running
-    max and a sum of exp(x - max) rescaled when the max grows, combined across lanes at the end;
-    then exp(x - M) / S."""
+    """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK): a running max per
+    group of AL neighbouring columns (one 16-byte vector, so the group's max stays in one
+    thread) and per group a sum of exp(x - max), rescaled when the max grows (one exp a group,
+    not one an element), combined at the end; then exp(x - M) * (1 / S). With PERSIST
+    (LOOP_PERSIST) a fixed set of programs walks the rows, one after another."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
-    row = tl.program_id(0).to(tl.int64)
-    xr = x_ptr + row * stride_x
-    yr = y_ptr + row * stride_y
-    m = tl.full([BLOCK], -float("inf"), tl.float32)
-    s = tl.zeros([BLOCK], tl.float32)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        x = tl.load(xr + c, mask=c < cols, other=-float("inf"), eviction_policy="evict_last")
-        x = x.to(tl.float32)
-        m_new = tl.maximum(m, x)
-        # a lane that has seen only padding keeps max -inf and sum 0 (no inf - inf)
-        seen = m_new > -float("inf")
-        s = tl.where(seen, s * tl.exp(m - m_new) + tl.exp(x - m_new), 0.0)
-        m = m_new
-    mx = tl.max(m, axis=0)
-    den = tl.sum(tl.where(m > -float("inf"), s * tl.exp(m - mx), 0.0), axis=0)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        mask = c < cols
-        x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        tl.store(yr + c, (tl.exp(x - mx) / den).to(y_ptr.dtype.element_ty), mask=mask)
+    G: tl.constexpr = AL
+    start, step = tl.program_id(0), 1
+    if PERSIST:
+        step = tl.num_programs(0)
+    for r in range(start, rows if PERSIST else start + 1, step):
+        row = tl.cast(r, tl.int64)
+        xr = x_ptr + row * stride_x
+        yr = y_ptr + row * stride_y
+        m = tl.full([BLOCK // G], -float("inf"), tl.float32)
+        s = tl.zeros([BLOCK // G], tl.float32)
+        for c0 in range(0, cols, BLOCK):
+            c = c0 + tl.arange(0, BLOCK // G)[:, None] * G + tl.arange(0, G)[None, :]
+            x = tl.load(xr + c, mask=c < cols, other=-float("inf"), eviction_policy="evict_last")
+            x = x.to(tl.float32)
+            m_new = tl.maximum(m, tl.max(x, axis=1))
+            # a group that has seen only padding keeps max -inf and sum 0 (no inf - inf)
+            seen = m_new > -float("inf")
+            e = tl.sum(tl.exp(x - m_new[:, None]), axis=1)
+            s = tl.where(seen, s * tl.exp(m - m_new) + e, 0.0)
+            m = m_new
+        mx = tl.max(m, axis=0)
+        inv = 1.0 / tl.sum(tl.where(m > -float("inf"), s * tl.exp(m - mx), 0.0), axis=0)
+        for c0 in range(0, cols, BLOCK):
+            c = c0 + tl.arange(0, BLOCK)
+            mask = c < cols
+            x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
+            y = tl.exp(x.to(tl.float32) - mx) * inv
+            tl.store(yr + c, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -499,7 +513,7 @@ def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 def _warps(elems: int) -> int:
-    return max(1, min(NUM_WARPS, elems // 1024))
+    return max(1, min(NUM_WARPS, elems // WARP_ELEMS))
 
 
 def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
@@ -520,6 +534,11 @@ def _sm_count(device: torch.device) -> int:
         cuda = device.type == "cuda"
         _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 1
     return _SMS[device]
+
+
+def _loop_programs(rows: int, device: torch.device) -> int:
+    """Programs of the looped path: one a row, or LOOP_PERSIST an SM (1 SM in the interpreter)."""
+    return min(rows, LOOP_PERSIST * _sm_count(device)) if LOOP_PERSIST else rows
 
 
 def _programs(ntiles: int, device: torch.device) -> int:
@@ -583,9 +602,9 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if LOOP_BLOCK and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS and al * x.element_size() == 16:
-        _softmax_loop[(rows,)](
-            x, y, cols, x.stride(0), y.stride(0), BLOCK=min(LOOP_BLOCK, bc), AL=al,
-            num_warps=LOOP_WARPS,
+        _softmax_loop[(_loop_programs(rows, x.device),)](
+            x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=min(LOOP_BLOCK, bc), AL=al,
+            PERSIST=bool(LOOP_PERSIST), num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
