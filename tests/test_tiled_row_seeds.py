@@ -122,18 +122,22 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
 @pytest.mark.parametrize("task", sorted(TASKS))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
-@pytest.mark.parametrize("persist", [0, 2])
-def test_rows_walked_twice_in_steps_match(monkeypatch, task, rows, cols, dtype, persist):
+@pytest.mark.parametrize(("persist", "skew", "back"), [(0, 0, 0), (2, 0, 0), (0, 3, 1), (2, 1, 0)])
+def test_rows_walked_twice_in_steps_match(monkeypatch, task, rows, cols, dtype, persist, skew, back):
     """LOOP_BLOCK = 32: rows of 64 to 512 padded columns (LOOP_MIN_COLS / LOOP_MAX_COLS) taken
     by the loop kernel, walking each row in 32-column steps (a ragged last step at 100 float32
     columns) where every row starts on a 16-byte boundary; the others (33, 257 and 333 columns,
     and 100 in bfloat16) keep the tiled path. One program a row, or with LOOP_PERSIST = 2 two
-    programs (the interpreter's one "SM") that take every other row."""
+    programs (the interpreter's one "SM") that take every other row; LOOP_SKEW starts row r's
+    walks at step r * skew (4 steps at 100 float32 columns: every start, the ragged step
+    included), LOOP_BACK walks the second pass backwards."""
     module = SEEDS[task]
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
     monkeypatch.setattr(module, "LOOP_PERSIST", persist)
+    monkeypatch.setattr(module, "LOOP_SKEW", skew)
+    monkeypatch.setattr(module, "LOOP_BACK", bool(back))
     t, ref = TASKS[task], REFS[task]
     inputs = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
     looped = (cols, dtype) in {(100, "float32"), (64, "float32"), (64, "bfloat16")}

@@ -138,6 +138,10 @@ LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
 LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
 # at most k rows an SM are between their two passes (what the second pass needs from L2)
+LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
+# rows in flight together do not all read the same offset (rows of 2**k bytes: one address
+# pattern); 0: every row from its start
+LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 EPS = 1e-6  # the task's eps (task.toml)
 
 
@@ -259,12 +263,30 @@ def _rmsnorm_row_vec(
 
 
 @triton.jit
+def _walk(c0, nb, sh, BLOCK: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr):
+    """First column of the step that starts at column c0 of a row walked in order in nb
+    BLOCK-column steps: c0 itself, or (SKEW) the walk starting at step sh and wrapping around,
+    and (BACK) in the reverse order. Off, the loop is exactly the plain walk's."""
+    if SKEW or BACK:
+        i = c0 // BLOCK
+        if BACK:
+            i = nb - 1 - i
+        if SKEW:
+            i = (i + sh) % nb
+        c0 = i * BLOCK
+    return c0
+
+
+@triton.jit
 def _rmsnorm_loop(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, BLOCK: tl.constexpr,
-    AL: tl.constexpr, PERSIST: tl.constexpr,
+    AL: tl.constexpr, PERSIST: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr,
 ):  # fmt: skip
     """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK); with PERSIST
-    (LOOP_PERSIST) a fixed set of programs walks the rows, one after another."""
+    (LOOP_PERSIST) a fixed set of programs walks the rows, one after another. SKEW
+    (LOOP_SKEW): row r starts its walks at step r * SKEW (mod the steps), so rows in flight
+    together are not at the same offset; BACK (LOOP_BACK): the second walk goes backwards, from
+    the steps the first read last (the likeliest still in L2)."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -272,19 +294,21 @@ def _rmsnorm_loop(
     start, step = tl.program_id(0), 1
     if PERSIST:
         step = tl.num_programs(0)
+    nb = tl.cdiv(cols, BLOCK)
     for r in range(start, rows if PERSIST else start + 1, step):
         row = tl.cast(r, tl.int64)
+        sh = (r * SKEW) % nb
         xr = x_ptr + row * stride_x
         yr = y_ptr + row * stride_y
         acc = tl.zeros([BLOCK], tl.float32)
         for c0 in range(0, cols, BLOCK):
-            c = c0 + tl.arange(0, BLOCK)
+            c = _walk(c0, nb, sh, BLOCK, SKEW, False) + tl.arange(0, BLOCK)
             x = tl.load(xr + c, mask=c < cols, other=0.0, eviction_policy="evict_last")
             x = x.to(tl.float32)
             acc += x * x
         rstd = tl.rsqrt(tl.sum(acc, axis=0) / cols + eps)
         for c0 in range(0, cols, BLOCK):
-            c = c0 + tl.arange(0, BLOCK)
+            c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
             mask = c < cols
             x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
             w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
@@ -578,7 +602,8 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     if LOOP_BLOCK and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS and al * x.element_size() == 16:
         _rmsnorm_loop[(_loop_programs(rows, x.device),)](
             x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(LOOP_BLOCK, bc),
-            AL=al, PERSIST=bool(LOOP_PERSIST), num_warps=LOOP_WARPS,
+            AL=al, PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
+            num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:

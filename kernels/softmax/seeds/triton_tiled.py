@@ -131,6 +131,10 @@ LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
 LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
 # at most k rows an SM are between their two passes (what the second pass needs from L2)
+LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
+# rows in flight together do not all read the same offset (rows of 2**k bytes: one address
+# pattern); 0: every row from its start
+LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
 # aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
@@ -248,15 +252,32 @@ def _softmax_row_vec(
 
 
 @triton.jit
+def _walk(c0, nb, sh, BLOCK: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr):
+    """First column of the step that starts at column c0 of a row walked in order in nb
+    BLOCK-column steps: c0 itself, or (SKEW) the walk starting at step sh and wrapping around,
+    and (BACK) in the reverse order. Off, the loop is exactly the plain walk's."""
+    if SKEW or BACK:
+        i = c0 // BLOCK
+        if BACK:
+            i = nb - 1 - i
+        if SKEW:
+            i = (i + sh) % nb
+        c0 = i * BLOCK
+    return c0
+
+
+@triton.jit
 def _softmax_loop(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, BLOCK: tl.constexpr, AL: tl.constexpr,
-    PERSIST: tl.constexpr,
+    PERSIST: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr,
 ):  # fmt: skip
     """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK): a running max per
     group of AL neighbouring columns (one 16-byte vector, so the group's max stays in one
     thread) and per group a sum of exp(x - max), rescaled when the max grows (one exp a group,
     not one an element), combined at the end; then exp(x - M) * (1 / S). With PERSIST
-    (LOOP_PERSIST) a fixed set of programs walks the rows, one after another."""
+    (LOOP_PERSIST) a fixed set of programs walks the rows, one after another. SKEW (LOOP_SKEW):
+    row r starts its walks at step r * SKEW (mod the steps); BACK (LOOP_BACK): the second walk
+    goes backwards, from the steps the first read last (the likeliest still in L2)."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -265,13 +286,16 @@ def _softmax_loop(
     start, step = tl.program_id(0), 1
     if PERSIST:
         step = tl.num_programs(0)
+    nb = tl.cdiv(cols, BLOCK)
     for r in range(start, rows if PERSIST else start + 1, step):
         row = tl.cast(r, tl.int64)
+        sh = (r * SKEW) % nb
         xr = x_ptr + row * stride_x
         yr = y_ptr + row * stride_y
         m = tl.full([BLOCK // G], -float("inf"), tl.float32)
         s = tl.zeros([BLOCK // G], tl.float32)
         for c0 in range(0, cols, BLOCK):
+            c0 = _walk(c0, nb, sh, BLOCK, SKEW, False)
             c = c0 + tl.arange(0, BLOCK // G)[:, None] * G + tl.arange(0, G)[None, :]
             x = tl.load(xr + c, mask=c < cols, other=-float("inf"), eviction_policy="evict_last")
             x = x.to(tl.float32)
@@ -284,7 +308,7 @@ def _softmax_loop(
         mx = tl.max(m, axis=0)
         inv = 1.0 / tl.sum(tl.where(m > -float("inf"), s * tl.exp(m - mx), 0.0), axis=0)
         for c0 in range(0, cols, BLOCK):
-            c = c0 + tl.arange(0, BLOCK)
+            c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
             mask = c < cols
             x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
             y = tl.exp(x.to(tl.float32) - mx) * inv
@@ -604,7 +628,8 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     if LOOP_BLOCK and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS and al * x.element_size() == 16:
         _softmax_loop[(_loop_programs(rows, x.device),)](
             x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=min(LOOP_BLOCK, bc), AL=al,
-            PERSIST=bool(LOOP_PERSIST), num_warps=LOOP_WARPS,
+            PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
+            num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
