@@ -44,9 +44,7 @@ def load_variant(seeds_dir: Path, spec: str) -> ModuleType:
     return mod
 
 
-def time_calls(
-    fn, inputs: list, reps: int, budget_s: float, flush=None, hold=None
-) -> list[float]:
+def time_calls(fn, inputs: list, reps: int, budget_s: float, flush=None, hold=None) -> list[float]:
     """Per-call times in us of fn(*inputs[i % len(inputs)]), at least 3 and at most `reps`
     calls, stopping after `budget_s`. On a GPU: CUDA events, each call preceded by a write of
     `flush` (if given: evicts L2) and the harness's launch slack (the GPU sleeps so the host's

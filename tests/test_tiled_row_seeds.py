@@ -123,7 +123,9 @@ def test_long_rows_in_one_program_each_match(monkeypatch, task, rows, cols, dtyp
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("rows", "cols"), [(3, 33), (2, 100), (17, 333), (1, 257), (4, 64)])
 @pytest.mark.parametrize(("persist", "skew", "back"), [(0, 0, 0), (2, 0, 0), (0, 3, 1), (2, 1, 0)])
-def test_rows_walked_twice_in_steps_match(monkeypatch, task, rows, cols, dtype, persist, skew, back):
+def test_rows_walked_twice_in_steps_match(
+    monkeypatch, task, rows, cols, dtype, persist, skew, back
+):
     """LOOP_BLOCK = 32: rows of 64 to 512 padded columns (LOOP_MIN_COLS / LOOP_MAX_COLS) taken
     by the loop kernel, walking each row in 32-column steps (a ragged last step at 100 float32
     columns) where every row starts on a 16-byte boundary; the others (33, 257 and 333 columns,
@@ -241,6 +243,32 @@ def test_which_rows_take_the_aligned_body(monkeypatch):
         assert not rv(200, 8192, 1, t(200, 8191, offset=1), t(200, 8191))  # x 2 bytes in
         monkeypatch.setattr(module, "ROW_VEC", False)
         assert not rv(7777, 8192, 1, x, t(7777, 8191))
+
+
+def test_the_looped_path_rule(monkeypatch):
+    """The looped path's rule on a 132-SM GPU, with rows of 16384 to 65536 padded columns
+    looped: 2048 x 65536 bf16 and 1024 x 32768 f32 take it; rows off a 16-byte boundary, rows
+    outside the range and, persistent, fewer rows than SMs do not (one row a program would
+    leave SMs idle); not persistent, any row count does; LOOP_BLOCK = 0 is off."""
+    cpu = torch.device("cpu")
+    for module in SEEDS.values():
+        monkeypatch.setitem(module._SMS, cpu, 132)
+        monkeypatch.setattr(module, "LOOP_BLOCK", 16384)
+        monkeypatch.setattr(module, "LOOP_MIN_COLS", 16384)
+        monkeypatch.setattr(module, "LOOP_MAX_COLS", 65536)
+        monkeypatch.setattr(module, "LOOP_PERSIST", 2)
+        looped = module._looped
+        bf, f32 = torch.empty(1, 8, dtype=torch.bfloat16), torch.empty(1, 4)
+        assert looped(2048, 65536, 8, bf) and looped(1024, 32768, 4, f32)
+        assert looped(132, 16384, 8, bf)
+        assert not looped(2048, 65536, 4, bf)  # rows 8 bytes apart: scalar-ish, no 16-byte walk
+        assert not looped(2048, 8192, 8, bf) and not looped(2048, 131072, 8, bf)  # outside
+        assert not looped(131, 65536, 8, bf)  # fewer rows than SMs
+        assert not looped(17, 65536, 8, bf)
+        monkeypatch.setattr(module, "LOOP_PERSIST", 0)
+        assert looped(17, 65536, 8, bf)
+        monkeypatch.setattr(module, "LOOP_BLOCK", 0)
+        assert not looped(2048, 65536, 8, bf)
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))

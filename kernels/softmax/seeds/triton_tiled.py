@@ -560,6 +560,18 @@ def _sm_count(device: torch.device) -> int:
     return _SMS[device]
 
 
+def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
+    """The looped path (LOOP_BLOCK): rows of LOOP_MIN_COLS to LOOP_MAX_COLS padded columns that
+    all start on a 16-byte boundary, and with LOOP_PERSIST at least as many rows as SMs (fewer
+    would leave SMs idle: the split path spreads a row over several)."""
+    return (
+        bool(LOOP_BLOCK)
+        and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS
+        and al * x.element_size() == 16
+        and (not LOOP_PERSIST or rows >= _sm_count(x.device))
+    )
+
+
 def _loop_programs(rows: int, device: torch.device) -> int:
     """Programs of the looped path: one a row, or LOOP_PERSIST an SM (1 SM in the interpreter)."""
     return min(rows, LOOP_PERSIST * _sm_count(device)) if LOOP_PERSIST else rows
@@ -625,7 +637,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         return y
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
-    if LOOP_BLOCK and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS and al * x.element_size() == 16:
+    if _looped(rows, bc, al, x):
         _softmax_loop[(_loop_programs(rows, x.device),)](
             x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=min(LOOP_BLOCK, bc), AL=al,
             PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
