@@ -55,8 +55,12 @@ TUNABLES = {
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
-NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per WARP_ELEMS elements
-WARP_ELEMS = 1024
+NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements, and the
+# tiled path's one warp per TILE_WARP_ELEMS
+TILE_WARP_ELEMS = 512  # the tiled path's tiles below TILE_ELEMS (a lone row of 2049-4096
+# columns: 8 warps, not 4; full tiles and short rows unchanged). H200 (session 17,
+# bench/direct.py side by side, 300 calls): 1 x 4099 softmax f32 4.8 -> 4.4 us, rmsnorm f32 4.8
+# -> 4.6, bf16 5.0 -> 4.8 (a copy of x: 3.4-3.7); 16 warps the same as 8, 2 warps 0.5 us slower
 SHORT_ROW_TILE = 1024  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many
 # elements in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no
 # shared memory or barrier, and short-row shapes get many small programs. This is what Inductor
@@ -121,12 +125,12 @@ ROW_VEC = True  # tiled path, rows of ROW_VEC_MIN to TILE_ELEMS (padded) columns
 # row's offset). H200 (session 16, bench/direct.py side by side): 7777 x 8191 bf16 100.2 ->
 # 70.1 us, f32 146.4 -> 129.8 (a copy of x: 66.0 / 124.4).
 ROW_VEC_MIN = 2048
-PDL = False  # split path on a GPU: the apply kernel is launched as a programmatic dependent
+PDL = True  # split path on a GPU: the apply kernel is launched as a programmatic dependent
 # launch (sm_90): it may start while the first kernel runs and waits in `gdc_wait` for that
 # grid's end, so the second launch's gap overlaps the first kernel (17 x 131073: two launches
-# of ~4 us each, where a copy of x takes 8-11 us). Off: H200 (session 16, bench/direct.py
-# side by side, 200 calls, both orders), 17 x 131073 f32 14.5 -> 14.5 us, bf16 12.7 -> 12.6
-# (softmax's gained 12% and has it on).
+# of ~4 us each, where a copy of x takes 8-11 us). H200, bench/direct.py side by side: session
+# 16 (before CHUNK_VEC, 200 calls, both orders) 17 x 131073 f32 14.5 -> 14.5 us, bf16 12.7 ->
+# 12.6; session 17 (with CHUNK_VEC, 300 calls) f32 13.8 -> 12.9, bf16 11.1 -> 10.1: on.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -509,17 +513,18 @@ def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     return CHUNK_VEC and _bodies_align(al, x, y)
 
 
-def _warps(elems: int) -> int:
-    return max(1, min(NUM_WARPS, elems // WARP_ELEMS))
+def _warps(elems: int, per: int = 1024) -> int:
+    return max(1, min(NUM_WARPS, elems // per))
 
 
 def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
-    """(rows per program, warps) of the tiled path: TILE_ELEMS-element tiles, or one warp per
-    program for short rows (SHORT_ROW_TILE)."""
+    """(rows per program, warps) of the tiled path: TILE_ELEMS-element tiles (one warp per
+    TILE_WARP_ELEMS of a smaller one), or one warp per program for short rows
+    (SHORT_ROW_TILE)."""
     if SHORT_ROW_TILE and bc <= SHORT_ROW_MAX:
         return max(1, min(SHORT_ROW_TILE // bc, 8, triton.next_power_of_2(rows))), 1
     r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
-    return r, _warps(r * bc)
+    return r, _warps(r * bc, TILE_WARP_ELEMS)
 
 
 _SMS: dict = {}

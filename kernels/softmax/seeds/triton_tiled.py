@@ -59,8 +59,12 @@ TUNABLES = {
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 2048  # columns per program in the split path (4096 before PDL; see PDL)
-NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per WARP_ELEMS elements
-WARP_ELEMS = 1024
+NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements, and the
+# tiled path's one warp per TILE_WARP_ELEMS
+TILE_WARP_ELEMS = 512  # the tiled path's tiles below TILE_ELEMS (a lone row of 2049-4096
+# columns: 8 warps, not 4; full tiles and short rows unchanged). H200 (session 17,
+# bench/direct.py side by side, 300 calls): 1 x 4099 softmax f32 4.8 -> 4.4 us, rmsnorm f32 4.8
+# -> 4.6, bf16 5.0 -> 4.8 (a copy of x: 3.4-3.7); 16 warps the same as 8, 2 warps 0.5 us slower
 SHORT_ROW_TILE = 1024  # rows of at most SHORT_ROW_MAX (padded) columns: tiles of this many
 # elements in ONE warp (0: off), at most 8 rows, so a row's reduction is warp shuffles with no
 # shared memory or barrier, and short-row shapes get many small programs. This is what Inductor
@@ -94,13 +98,22 @@ ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program reside
 # launch fails. H200 (session 16, bench/direct.py, 200 calls): 17 x 131073 bf16 12.0 us with it,
 # 11.8 without, against 10.5 for the two launches with PDL (on). RMSNorm's ROW_SPLIT was slow
 # through the harness's --final with it too (NOTES.md, session 16).
-LOOP_BLOCK = 0  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start on
-# a 16-byte boundary: one program a row of LOOP_WARPS warps that walks it twice in
-# LOOP_BLOCK-column steps (`_softmax_loop`): the running max and the sum of exp(x - max),
-# rescaled as the max grows (online softmax), then exp(x - max) / sum, the second read mostly
-# from L2 (loads of the first pass evict-last, of the second evict-first). RMSNorm's version of
-# it (session 15, on there) took 8192 x 8192 bf16 from 89.3% to 94.5% of the copy roofline.
-# 0: off (unmeasured here: softmax's tile was at 91.3%, with two exps an element in this one)
+LOOP_BLOCK = 16384  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all
+# start on a 16-byte boundary, at least as many as SMs: LOOP_PERSIST programs an SM of LOOP_WARPS
+# warps walk the rows (`_softmax_loop`), each row twice in LOOP_BLOCK-column steps: a running max
+# and sum of exp(x - max) per 16-byte group of columns, rescaled as the max grows (online
+# softmax), then exp(x - max) / sum, the second read mostly from L2 (the first pass's loads
+# evict-last, the second's evict-first; with two programs an SM at most 264 rows, 34 MB at
+# 65536 bf16, are between their passes). It replaces the whole-row program there, whose 64
+# values a thread spill at 65536 bf16 (sm_90: 64 registers, 48 B of stack). H200 (session 17):
+# 2048 x 65536 bf16 bench/direct.py 178.3-179.8 -> 164.2-166.1 us (a copy: 128.4), the
+# harness's --final 177.09 -> 164.38 (median). Lost: one program a row (207.8), one program an
+# SM (182.6-202.1), 16 warps with 2 or 4 an SM (181.9, 190.3), 8192-column steps (172.8), the
+# walks rotated by row (LOOP_SKEW: 178.0-178.4); the second walk backwards (LOOP_BACK) within
+# noise (164.2 against 166.1); 1024 x 32768 f32, where the whole row does not spill (74.2
+# against 81.0-81.8): hence LOOP_MIN_COLS. Before
+# session 17 it kept a max per element (two exps an element) and one program a row: 8192 x
+# 8192 bf16 118 us against the tile's 69, 2048 x 65536 204-211 against 178
 HEAD_TAIL = True  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
 # a head tile of h columns with no column masked and a narrow tail tile for the rest
 # (`_softmax_head_tail`), instead of one tile of 2h columns, half of it padding (257 columns:
@@ -126,10 +139,10 @@ CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
 # (session 17, bench/direct.py side by side, 200 calls): 17 x 131073 bf16 10.7 -> 9.8 us (a
 # copy of x: 8.2), and 10.5 -> 9.6 with the arena's hold as the launch slack (--hold).
-LOOP_MIN_COLS = 8192
-LOOP_MAX_COLS = 8192
-LOOP_WARPS = 16
-LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
+LOOP_MIN_COLS = 65536
+LOOP_MAX_COLS = 65536
+LOOP_WARPS = 32
+LOOP_PERSIST = 2  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
 # at most k rows an SM are between their two passes (what the second pass needs from L2)
 LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
 # rows in flight together do not all read the same offset (rows of 2**k bytes: one address
@@ -536,17 +549,18 @@ def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     return CHUNK_VEC and _bodies_align(al, x, y)
 
 
-def _warps(elems: int) -> int:
-    return max(1, min(NUM_WARPS, elems // WARP_ELEMS))
+def _warps(elems: int, per: int = 1024) -> int:
+    return max(1, min(NUM_WARPS, elems // per))
 
 
 def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
-    """(rows per program, warps) of the tiled path: TILE_ELEMS-element tiles, or one warp per
-    program for short rows (SHORT_ROW_TILE)."""
+    """(rows per program, warps) of the tiled path: TILE_ELEMS-element tiles (one warp per
+    TILE_WARP_ELEMS of a smaller one), or one warp per program for short rows
+    (SHORT_ROW_TILE)."""
     if SHORT_ROW_TILE and bc <= SHORT_ROW_MAX:
         return max(1, min(SHORT_ROW_TILE // bc, 8, triton.next_power_of_2(rows))), 1
     r = max(1, min(TILE_ELEMS // bc, triton.next_power_of_2(rows)))
-    return r, _warps(r * bc)
+    return r, _warps(r * bc, TILE_WARP_ELEMS)
 
 
 _SMS: dict = {}
