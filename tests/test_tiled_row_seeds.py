@@ -245,6 +245,33 @@ def test_which_rows_take_the_aligned_body(monkeypatch):
         assert not rv(7777, 8192, 1, x, t(7777, 8191))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(("rows", "cols"), [(3, 100), (5, 64), (4, 512), (2, 300), (3, 33)])
+def test_rmsnorm_rows_past_the_whole_row_walked_by_persistent_programs_match(
+    monkeypatch, rows, cols, dtype
+):
+    """WIDE_LOOP_BLOCK = 32: rows past SINGLE_MAX = 16 that the whole-row program does not take
+    (WHOLE_ROW_BYTES = 0) of up to WIDE_LOOP_MAX_COLS = 512 padded columns, on 16-byte
+    boundaries, go to the looped kernel as WIDE_LOOP_PERSIST = 2 programs (the interpreter's one
+    "SM") walking every other row; 300 bf16 / 33 columns (rows off 16 bytes) and 100 bf16 take
+    the split path."""
+    module = SEEDS["rmsnorm"]
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "CHUNK", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+    monkeypatch.setattr(module, "WIDE_LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "WIDE_LOOP_MAX_COLS", 512)
+    launched, grids = [], []
+    for name in ("_rmsnorm_loop", "_chunk_sumsq"):
+        monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched, grids=grids))
+    run_and_check("rmsnorm", rows, cols, dtype)
+    size = 4 if dtype == "float32" else 2
+    looped = cols * size % 16 == 0
+    assert launched == ["_rmsnorm_loop" if looped else "_chunk_sumsq"]
+    if looped:
+        assert grids == [(min(rows, 2),)]
+
+
 def test_the_looped_path_rule(monkeypatch):
     """The looped path's rule on a 132-SM GPU, with rows of 16384 to 65536 padded columns
     looped: 2048 x 65536 bf16 and 1024 x 32768 f32 take it; rows off a 16-byte boundary, rows
@@ -269,6 +296,13 @@ def test_the_looped_path_rule(monkeypatch):
         assert looped(17, 65536, 8, bf)
         monkeypatch.setattr(module, "LOOP_BLOCK", 0)
         assert not looped(2048, 65536, 8, bf)
+    # RMSNorm's wide loop (past the whole row): 65536 f32 rows, 132 of them or more, aligned
+    wide, f32 = SEEDS["rmsnorm"]._wide_looped, torch.empty(1, 4)
+    assert wide(2048, 65536, 4, f32) and wide(132, 16384, 4, f32)
+    assert not wide(131, 65536, 4, f32) and not wide(2048, 65536, 2, f32)
+    assert not wide(2048, 131072, 4, f32) and not wide(2048, 8192, 4, f32)
+    monkeypatch.setattr(SEEDS["rmsnorm"], "WIDE_LOOP_BLOCK", 0)
+    assert not wide(2048, 65536, 4, f32)
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))

@@ -146,6 +146,18 @@ LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod it
 # rows in flight together do not all read the same offset (rows of 2**k bytes: one address
 # pattern); 0: every row from its start
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
+WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does not take (f32
+# rows of 65536: 256 KB), up to WIDE_LOOP_MAX_COLS (padded), all on a 16-byte boundary, at
+# least as many as SMs: the looped path (`_rmsnorm_loop`) in WIDE_LOOP_BLOCK-column steps,
+# WIDE_LOOP_WARPS warps, WIDE_LOOP_PERSIST programs an SM walking the rows, instead of the two
+# launches of the split path (which read x twice from memory). 0: off. H200 (session 17,
+# side by side, 100 calls): 2048 x 65536 f32 403.4 -> 325.8 us, 1024 x 65536 f32 206.0 ->
+# 166.1, 300 x 65536 f32 68.4 -> 56.9 (a copy of x: 255.6 / 128.7 / 40.7). Where the whole row
+# fits it stays ahead: 2048 x 65536 bf16 164.0 against 167.0, 4096 x 65536 bf16 310.7 against
+# 325.9 (softmax's whole row spills there, so its looped path goes first)
+WIDE_LOOP_MAX_COLS = 65536
+WIDE_LOOP_WARPS = 32
+WIDE_LOOP_PERSIST = 2
 EPS = 1e-6  # the task's eps (task.toml)
 
 
@@ -550,6 +562,18 @@ def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
     )
 
 
+def _wide_looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
+    """The looped path for rows past SINGLE_MAX that the whole-row program does not take
+    (WIDE_LOOP_BLOCK): up to WIDE_LOOP_MAX_COLS padded columns, every row on a 16-byte boundary,
+    at least as many rows as SMs."""
+    return (
+        bool(WIDE_LOOP_BLOCK)
+        and SINGLE_MAX < bc <= WIDE_LOOP_MAX_COLS
+        and al * x.element_size() == 16
+        and rows >= _sm_count(x.device)
+    )
+
+
 def _loop_programs(rows: int, device: torch.device) -> int:
     """Programs of the looped path: one a row, or LOOP_PERSIST an SM (1 SM in the interpreter)."""
     return min(rows, LOOP_PERSIST * _sm_count(device)) if LOOP_PERSIST else rows
@@ -644,6 +668,13 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         _rmsnorm_whole_row[(rows,)](
             x, weight, y, cols, x.stride(0), y.stride(0), EPS, BC=bc, AL=al,
             num_warps=max(1, min(WHOLE_ROW_WARPS, bc // 1024)),
+        )  # fmt: skip
+        return y
+    if _wide_looped(rows, bc, al, x):
+        _rmsnorm_loop[(min(rows, WIDE_LOOP_PERSIST * _sm_count(x.device)),)](
+            x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS,
+            BLOCK=min(WIDE_LOOP_BLOCK, bc), AL=al, PERSIST=True, SKEW=0, BACK=False,
+            num_warps=WIDE_LOOP_WARPS,
         )  # fmt: skip
         return y
     if split := _row_split(rows, cols, x):
