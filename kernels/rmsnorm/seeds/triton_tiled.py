@@ -95,7 +95,9 @@ ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program reside
 # launch fails. H200 (session 16): the same speed as without (bench/direct.py, 200 calls:
 # 17 x 131073 f32 14.0 / 13.9 us, bf16 11.6 / 11.5, against the two launches' 15.6 / 12.8), but
 # through the harness's --final ROW_SPLIT was slow again: bf16 median 30.0 us (p90 58.7)
-# against the two launches' 13.5, as in session 11 without the cooperative launch. Why is open.
+# against the two launches' 13.5, as in session 11 without the cooperative launch. Session 17:
+# the two launches read 27-51 us at that shape in some --final runs too, and ROW_SPLIT under the
+# arena's hold runs at its direct speed: most likely the harness at that shape (NOTES.md).
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (3x slower at 2048 x 65536 with 16 MiB slabs).
 # Session 16 (H200, bench/direct.py side by side, 2048 x 65536 bf16): the whole-row programs as

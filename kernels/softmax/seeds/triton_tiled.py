@@ -97,7 +97,8 @@ SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (it
 ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program resident, or the
 # launch fails. H200 (session 16, bench/direct.py, 200 calls): 17 x 131073 bf16 12.0 us with it,
 # 11.8 without, against 10.5 for the two launches with PDL (on). RMSNorm's ROW_SPLIT was slow
-# through the harness's --final with it too (NOTES.md, session 16).
+# through the harness's --final with it too (NOTES.md, session 16); session 17 found the two
+# launches as slow there in some runs: most likely the harness at that shape, not ROW_SPLIT.
 LOOP_BLOCK = 16384  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all
 # start on a 16-byte boundary, at least as many as SMs: LOOP_PERSIST programs an SM of LOOP_WARPS
 # warps walk the rows (`_softmax_loop`), each row twice in LOOP_BLOCK-column steps: a running max
