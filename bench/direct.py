@@ -114,7 +114,7 @@ def main() -> None:
         "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "set": args.set,
-        "slack": hold.describe() if hold else "sleep",
+        "slack": hold.describe() if hold else ("sleep" if cuda else "none (host clock)"),
         "rows": [],
     }
     out_dir = Path(args.out)

@@ -299,12 +299,13 @@ def test_direct_runs_variants_side_by_side_and_checks_each_with_the_tasks_check(
 def test_direct_times_a_copy_of_each_shape_and_keeps_only_the_matching_shapes(tmp_path):
     """--copy: a `copy` row per shape (x.clone(), timed like the variants, not checked) and
     every variant row's %copy against it; --match keeps the shapes whose label holds one of the
-    strings; a --match that keeps nothing is a one-line error and exit 1."""
+    strings; a --match that keeps nothing is a one-line error and exit 1. --hold is accepted;
+    without a GPU there is no slack to replace (the host clock times the calls)."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     r = subprocess.run(
         [
             sys.executable, "bench/direct.py", "--task", "softmax", "--device", "cpu",
-            "--set", "hidden", "--match", "cols=17 ", "cols=1000 ", "--copy",
+            "--set", "hidden", "--match", "cols=17 ", "cols=1000 ", "--copy", "--hold",
             "--seeds", "triton_tiled", "--reps", "3", "--budget-s", "0.05",
             "--out", str(tmp_path),
         ],
@@ -312,6 +313,7 @@ def test_direct_times_a_copy_of_each_shape_and_keeps_only_the_matching_shapes(tm
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "direct-softmax.json").read_text())
+    assert doc["slack"] == "none (host clock)"  # --hold builds the arena's hold only on a GPU
     shapes = ["rows=3 cols=17 bfloat16", "rows=1 cols=1000 float32"]
     assert [(row["shape"], row["seed"]) for row in doc["rows"]] == [
         (shape, seed) for shape in shapes for seed in ("copy", "triton_tiled")
