@@ -94,6 +94,7 @@ TIMING_FIELDS = {
     "graph_us": "graph_median_us",
     "host_us": "host_median_us",
     "submit_us": "submit_median_us",  # host time inside the call until it returned
+    "late_pct": "late_pct",  # calls that returned after their launch slack ran out
     "min_us": "min_us",
     "p10_us": "p10_us",
     "p90_us": "p90_us",

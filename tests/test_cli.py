@@ -43,6 +43,8 @@ def test_eval_of_a_passing_seed_prints_one_json_object_and_exits_0():
     assert hidden and all(s["ok"] and s["timing"]["median_us"] > 0 for s in hidden)
     # host time inside the call (on the CPU: the whole call) is reported per shape
     assert all(s["timing"]["submit_median_us"] > 0 for s in hidden)
+    # no launch slack on the CPU, so no call can outrun one
+    assert all(s["timing"]["late_pct"] is None for s in hidden)
     for s in d["shapes"]:
         assert {"shape", "hidden", "ok", "floor_us"} <= set(s)
     assert d["protections"]["network"] in ("netns", "userns+netns")

@@ -217,6 +217,7 @@ class Arena:
         self.cudart = None
         self.hold = None  # harness.hold.Hold, or None: the sleep is the slack
         self.slack_us = 0.0  # what the slack takes on the GPU (checked on every timed call)
+        self.late = 0  # timed calls of this op that returned after their slack had run out
         self.slack_short = 0  # timed calls whose slack was cut short
 
     # --- set-up ---------------------------------------------------------------------------------
@@ -490,6 +491,7 @@ class Arena:
             if (_now_us() - t_start) / 1e6 > pol["max_wall_s"]:
                 break
         flush_us = self._flush_cost() if self.cuda else 0.0
+        self.late = 0
         t_loop = _perf_ns()
         samples, host, checked, integrity_notes = [], [], [], []
         submit: list[float] = []  # host time inside the call, until it returned
@@ -540,6 +542,8 @@ class Arena:
             "samples": samples,
             "host": host,
             "submit": submit,
+            "late": self.late,
+            "slack_us": self.slack_us,
             "checked": checked,
             "stop": stop,
             "flush_us": flush_us,
@@ -588,6 +592,10 @@ class Arena:
             raise CallFailed(*_classify(exc)) from None
         h_ret = _perf_ns()
         end.record()
+        if self.slack_us and _event_query is not None and _event_query(start):
+            # the slack had run out before the call returned: its clock started while the host
+            # was still submitting, so host time may be inside this sample (`late`)
+            self.late += 1
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()
         self._check_slack(flushed, start)

@@ -32,7 +32,7 @@ import torch
 
 from cockpit.harness import DEFAULT_EXCHANGE, baselines, scoring, wire
 from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, ProtocolViolation
-from cockpit.harness.result import Result, ShapeResult, sum_breakdowns
+from cockpit.harness.result import Result, ShapeResult, TimingStats, sum_breakdowns
 from cockpit.harness.static_scan import scan
 from cockpit.harness.task import Shape, Task
 from cockpit.harness.timing import PRESETS, Policy, compare_interleaved, summarize
@@ -77,6 +77,25 @@ class Options:
 # Calls this short on the GPU are launch-latency territory for every candidate (a single Triton
 # launch costs ~20 us of Python): no host-bound flag below it.
 HOST_BOUND_MIN_US = 20.0
+# A shape whose timed calls return after their launch slack has run out more often than this
+# (percent) is flagged: its samples hold host time. Session 17 (H200): the split path's two
+# launches at 17 x 131073 took 78-80 us of host time in a clean run and 173-192 us in slow ones,
+# against a 205 us hold, and its median read 11-13 us or 27-51 us accordingly.
+LATE_FLAG_PCT = 5.0
+
+
+def slack_overrun(label: str, stats: TimingStats, slack_us: float) -> str | None:
+    """The flag for a shape whose timed calls often returned after their launch slack had run
+    out (more than LATE_FLAG_PCT of them), or None: in those calls the clock started while the
+    host was still submitting, so host time is inside their samples."""
+    if stats.late_pct is None or stats.late_pct <= LATE_FLAG_PCT:
+        return None
+    return (
+        f"slack-overrun: {label}: {stats.late_pct:.0f}% of timed calls returned after the "
+        f"{slack_us:.0f} us launch slack had run out (host {stats.submit_median_us or 0:.0f} us "
+        "per call, median): host time is inside those samples; a cheaper host path (fewer "
+        "launches) would time true"
+    )
 
 
 class _Stop(Exception):
@@ -646,6 +665,8 @@ class _Evaluation:
         del pool
         samples, host = reply["samples"], reply["host"]
         stats = summarize(samples, host, reply.get("stop", ""), reply.get("submit"))
+        if reply.get("slack_us") and samples:  # a GPU slack: count the calls that outran it
+            stats.late_pct = 100.0 * int(reply.get("late", 0)) / len(samples)
         g = reply.get("graph")
         if g and g.get("ok"):
             stats.graph_median_us = statistics.median(g["samples"])
@@ -662,6 +683,8 @@ class _Evaluation:
                     shape=label,
                 )
                 raise _Stop
+            if late := slack_overrun(label, stats, float(reply.get("slack_us") or 0.0)):
+                self.res.flags.append(late)
             sub = stats.submit_median_us
             if sub is not None and stats.median_us >= HOST_BOUND_MIN_US and sub > stats.median_us:
                 self.res.flags.append(

@@ -83,6 +83,9 @@ class TimingStats:
     # host time inside the call until it returned (launching): above the GPU time, calls back to
     # back would run at the host's pace (a review flag; the slack keeps it out of the timing)
     submit_median_us: float | None = None
+    # the share of timed calls that returned after the launch slack had run out (GPU only): the
+    # clock was running while the host still submitted, so host time can be inside them
+    late_pct: float | None = None
     stop: str = ""  # which stopping rule ended the loop
 
 
