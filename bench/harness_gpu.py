@@ -95,6 +95,7 @@ TIMING_FIELDS = {
     "host_us": "host_median_us",
     "submit_us": "submit_median_us",  # host time inside the call until it returned
     "late_pct": "late_pct",  # calls that returned after their launch slack ran out
+    "slack_us": "slack_median_us",  # the launch slack's median length on the GPU
     "min_us": "min_us",
     "p10_us": "p10_us",
     "p90_us": "p90_us",

@@ -27,6 +27,7 @@ import triton.language as tl
 
 THREADS = 512  # per program: 16 warps
 CALIBRATE_ITERS = 20_000
+MAX_US = 2000.0  # the longest hold `retarget` sets
 
 
 @triton.jit
@@ -38,6 +39,22 @@ def _spin(out_ptr, iters, seed):
         tl.store(out_ptr, x)
 
 
+def aim(target_us: float, per_iter: float) -> int:
+    """Spin iterations for a hold of `target_us` (at most MAX_US) at `per_iter` us each: a
+    multiple of 16, as CALIBRATE_ITERS (Triton specializes integer arguments on it, so every
+    length reuses the compiled kernel)."""
+    return max(16, int(min(target_us, MAX_US) / per_iter) // 16 * 16)
+
+
+def reaim(iters: int, per_iter: float, target_us: float, seen_us: float) -> tuple[int, float]:
+    """(iterations, us per iteration) for the next hold, from the last one's: `seen_us` is what
+    that hold of `iters` took in place (0: not seen). Keeps `iters` within 5% of the aim."""
+    if seen_us > 0:
+        per_iter = seen_us / iters
+    want = aim(target_us, per_iter)
+    return (iters if abs(want - iters) <= 0.05 * iters else want), per_iter
+
+
 class Hold:
     def __init__(self, device: torch.device, target_us: float) -> None:
         props = torch.cuda.get_device_properties(device)
@@ -47,13 +64,20 @@ class Hold:
         self.out = torch.zeros(1, dtype=torch.float32, device=device)
         self.iters = CALIBRATE_ITERS
         self.launch()  # compile
-        per_iter = self.time_us() / CALIBRATE_ITERS
-        # a multiple of 16, as CALIBRATE_ITERS: Triton specializes integer arguments on it, so
-        # the calibrated launch reuses the compiled kernel
-        self.iters = max(16, int(target_us / per_iter) // 16 * 16)
+        self.per_iter = self.time_us() / CALIBRATE_ITERS
+        self.iters = aim(target_us, self.per_iter)
         self.us = self.time_us()
         if not 0.5 * target_us <= self.us <= 2.0 * target_us:
             raise RuntimeError(f"hold calibrated to {self.us:.0f} us, wanted {target_us:.0f} us")
+        self.per_iter = self.us / self.iters
+        self.target_us = target_us
+
+    def retarget(self, target_us: float, seen_us: float = 0.0) -> None:
+        """Aim the next holds at `target_us` (at most MAX_US). `seen_us`: what the last hold
+        took in place, on the GPU (at the timed calls' clocks, which the calibration's need not
+        be); it re-scales the time per iteration. The length changes only past 5%."""
+        self.target_us = min(target_us, MAX_US)
+        self.iters, self.per_iter = reaim(self.iters, self.per_iter, target_us, seen_us)
 
     def launch(self) -> None:
         _spin[(self.grid,)](self.out, self.iters, 1.0, num_warps=THREADS // 32)

@@ -98,6 +98,18 @@ def slack_overrun(label: str, stats: TimingStats, slack_us: float) -> str | None
     )
 
 
+def host_excess(reply: dict[str, Any], samples: list[float], host: list[float]) -> float:
+    """The median host time of a timed call beyond its timed stream and its launch slack: large
+    when work runs outside the timed stream (`hidden_work`). The slack is each call's own (the
+    arena's `slacks`: the hold's length follows the host's submit times), else the op's
+    measured flush cost (`flush_us`: the sleep, or the hold before the adaptive length)."""
+    flush = float(reply.get("flush_us", 0.0))
+    beyond = reply.get("slacks") or []
+    if len(beyond) != len(samples):
+        beyond = [flush] * len(samples)
+    return statistics.median([h - e - float(b) for h, e, b in zip(host, samples, beyond)])
+
+
 class _Stop(Exception):
     """End the evaluation early; the verdict is already in the result."""
 
@@ -667,13 +679,13 @@ class _Evaluation:
         stats = summarize(samples, host, reply.get("stop", ""), reply.get("submit"))
         if reply.get("slack_us") and samples:  # a GPU slack: count the calls that outran it
             stats.late_pct = 100.0 * int(reply.get("late", 0)) / len(samples)
+            stats.slack_median_us = float(reply["slack_us"])
         g = reply.get("graph")
         if g and g.get("ok"):
             stats.graph_median_us = statistics.median(g["samples"])
         sr.timing = stats
         if self.device != "cpu":
-            flush = reply.get("flush_us", 0.0)
-            excess = statistics.median([h - e - flush for h, e in zip(host, samples)])
+            excess = host_excess(reply, samples, host)
             if excess > max(0.5 * stats.median_us, 50.0):
                 self.res.fail(
                     "hidden_work",

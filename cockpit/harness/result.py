@@ -86,6 +86,8 @@ class TimingStats:
     # the share of timed calls that returned after the launch slack had run out (GPU only): the
     # clock was running while the host still submitted, so host time can be inside them
     late_pct: float | None = None
+    # the launch slack's median length on the GPU (its hold follows the host's submit times)
+    slack_median_us: float | None = None
     stop: str = ""  # which stopping rule ended the loop
 
 
