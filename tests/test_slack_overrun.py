@@ -5,7 +5,7 @@ host time in slow runs against a 205 us hold, and its median read 27-51 us inste
 from __future__ import annotations
 
 from cockpit.harness.arena import LAUNCH_SLACK_US, SLACK_SUBMIT_X, slack_target
-from cockpit.harness.hold import MAX_US, aim, reaim
+from cockpit.harness.hold import MAX_US, aim
 from cockpit.harness.judge import LATE_FLAG_PCT, host_excess, slack_overrun
 from cockpit.harness.result import Result, TimingStats
 from cockpit.harness.timing import summarize
@@ -52,29 +52,24 @@ def test_the_late_share_survives_a_result_round_trip():
 # --- the adaptive launch slack (session 18) ----------------------------------------------------
 # A fixed ~200 us hold was outrun by 15-80% of the timed calls of most shapes on the H200 (host
 # submits of 90-170 us), and a two-launch shape read 44-49 us against 11-13. The hold now follows
-# the candidate's own submit times and is re-aimed from what the last one took on the GPU.
+# the host time from its launch until the call returned.
 
 
 def test_the_slack_follows_the_p90_of_the_recent_submit_times_with_a_floor():
     assert slack_target([]) == LAUNCH_SLACK_US
     assert slack_target([40.0] * 64) == LAUNCH_SLACK_US  # a light host: the floor
-    submits = [100.0] * 54 + [180.0] * 10  # the p90 is 180
+    submits = [100.0] * 54 + [180.0] * 10  # the p90 is 180 (host us from hold launch to return)
     assert slack_target(submits) == SLACK_SUBMIT_X * 180.0
     assert slack_target([100.0] * 60 + [5000.0] * 4) == LAUNCH_SLACK_US  # a rare stall: not p90
 
 
-def test_the_hold_is_re_aimed_from_what_it_took_in_place():
-    # calibrated at 0.01 us an iteration: 200 us is 20,000 iterations
+def test_the_hold_is_aimed_in_whole_multiples_of_16_iterations_up_to_its_cap():
+    # at 0.01 us an iteration, 200 us is 20,000 iterations; 0.007 us: 28,560 (a multiple of 16,
+    # which Triton specializes on, so every length reuses the compiled kernel)
     assert aim(200.0, 0.01) == 20_000
-    # ... but in place the last hold of 20,000 took 140 us: 0.007 us each, so 28,560 (a
-    # multiple of 16) for 200
-    iters, per = reaim(20_000, 0.01, 200.0, 140.0)
-    assert per == 140.0 / 20_000 and iters == 28_560 and iters % 16 == 0
-    # within 5% of the aim: unchanged (no churn from a few us of noise)
-    assert reaim(20_000, 0.01, 200.0, 195.0)[0] == 20_000
-    # a slow host asks for more, up to MAX_US
-    assert reaim(20_000, 0.01, 300.0, 0.0)[0] == 30_000
-    assert reaim(20_000, 0.01, 1e6, 0.0)[0] == aim(MAX_US, 0.01) == 200_000
+    assert aim(200.0, 0.007) == 28_560
+    assert aim(300.0, 0.01) == 30_000  # a slower host asks for more ...
+    assert aim(1e6, 0.01) == aim(MAX_US, 0.01) == 200_000  # ... up to MAX_US
     assert aim(0.0, 0.01) == 16  # never a zero-length launch
 
 

@@ -102,12 +102,13 @@ _GUARD_BYTES = 64 * 1024
 # itself (the integrity check also watches torch.cuda._sleep); either way every timed call
 # checks that the slack really elapsed on the GPU.
 LAUNCH_SLACK_US = 200.0
-# ... at least. The hold follows the candidate's host time: SLACK_SUBMIT_X times the p90 of its
-# last SLACK_WINDOW calls' submit times (warm-up included), up to hold.MAX_US, and each timed
-# call re-aims it from what the last hold took in place (`_aim_hold`). Session 18 (H200): with a
-# fixed hold, 15-80% of the timed calls of most shapes returned after it had run out, one seed's
-# hidden geomean read 26.4 us against 11.5 in the previous session, and a two-launch shape read
-# 44-49 us against 11-13.
+# ... at least. The hold follows the host: SLACK_SUBMIT_X times the p90 of the last SLACK_WINDOW
+# calls' host time from the hold's launch until the call returned (the arena's own steps before
+# the call, and the call's submit time; warm-up calls count their submit time), up to
+# hold.MAX_US, in iterations recalibrated once the shape has warmed up (`_aim_hold`). Session 18
+# (H200): with a fixed hold, 15-80% of the timed calls of most shapes returned after it had run
+# out, one seed's hidden geomean read 26.4 us against 11.5 in the previous session, and a
+# two-launch shape read 44-49 us against 11-13.
 SLACK_SUBMIT_X = 1.5
 SLACK_WINDOW = 64
 LAUNCH_SLACK_CYCLES = 400_000  # the sleep's ~200 us at the H200's 1980 MHz
@@ -515,6 +516,8 @@ class Arena:
             k += 1
             if (_now_us() - t_start) / 1e6 > pol["max_wall_s"]:
                 break
+        if self.hold is not None:
+            self.hold.recalibrate()  # at the clocks this shape's calls run at
         flush_us = self._flush_cost() if self.cuda else 0.0
         self.late = 0
         self.seen = []
@@ -606,11 +609,12 @@ class Arena:
         """One timed call of `fn` on the GPU: (event us, host us, submit us, what it returned).
         The host clock runs from the moment the candidate may launch to the device-wide
         synchronize after its end event; submit is the host time until the call returned."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize(self.device)
         self._aim_hold()
         flushed = self._before_timed(float(len(inp)))
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        h_held = _perf_ns()  # the hold is launched: from here on the slack runs down
         start.record()
         self._armed(flushed)
         h0 = _perf_ns()
@@ -626,7 +630,7 @@ class Arena:
             self.late += 1
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()
-        self.submits.append((h_ret - h0) / 1000.0)
+        self.submits.append((h_ret - h_held) / 1000.0)
         self._check_slack(flushed, start)
         return (
             start.elapsed_time(end) * 1000.0,
@@ -665,7 +669,7 @@ class Arena:
 
     def _aim_hold(self) -> None:
         if self.hold is not None:
-            self.hold.retarget(slack_target(self.submits), self.seen[-1] if self.seen else 0.0)
+            self.hold.retarget(slack_target(self.submits))
 
     def _check_slack(self, flushed: torch.cuda.Event, start: torch.cuda.Event) -> None:
         """The slack must really have run: a candidate that disarmed it (patched the launch,

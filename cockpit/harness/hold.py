@@ -46,15 +46,6 @@ def aim(target_us: float, per_iter: float) -> int:
     return max(16, int(min(target_us, MAX_US) / per_iter) // 16 * 16)
 
 
-def reaim(iters: int, per_iter: float, target_us: float, seen_us: float) -> tuple[int, float]:
-    """(iterations, us per iteration) for the next hold, from the last one's: `seen_us` is what
-    that hold of `iters` took in place (0: not seen). Keeps `iters` within 5% of the aim."""
-    if seen_us > 0:
-        per_iter = seen_us / iters
-    want = aim(target_us, per_iter)
-    return (iters if abs(want - iters) <= 0.05 * iters else want), per_iter
-
-
 class Hold:
     def __init__(self, device: torch.device, target_us: float) -> None:
         props = torch.cuda.get_device_properties(device)
@@ -72,12 +63,15 @@ class Hold:
         self.per_iter = self.us / self.iters
         self.target_us = target_us
 
-    def retarget(self, target_us: float, seen_us: float = 0.0) -> None:
-        """Aim the next holds at `target_us` (at most MAX_US). `seen_us`: what the last hold
-        took in place, on the GPU (at the timed calls' clocks, which the calibration's need not
-        be); it re-scales the time per iteration. The length changes only past 5%."""
+    def retarget(self, target_us: float) -> None:
+        """Aim the next holds at `target_us` (at most MAX_US)."""
         self.target_us = min(target_us, MAX_US)
-        self.iters, self.per_iter = reaim(self.iters, self.per_iter, target_us, seen_us)
+        self.iters = aim(self.target_us, self.per_iter)
+
+    def recalibrate(self) -> None:
+        """Re-measure the time per iteration at the GPU's clocks now (a warmed-up shape's),
+        which the first calibration's need not be."""
+        self.per_iter = self.time_us() / self.iters
 
     def launch(self) -> None:
         _spin[(self.grid,)](self.out, self.iters, 1.0, num_warps=THREADS // 32)
@@ -86,6 +80,7 @@ class Hold:
         times = []
         for _ in range(5):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self.launch()  # the GPU is busy while the timed launch is enqueued: no idle gap in it
             a.record()
             self.launch()
             b.record()
