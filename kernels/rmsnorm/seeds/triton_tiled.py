@@ -19,7 +19,8 @@ Algorithm (float32 accumulation throughout):
   at least as many rows as SMs: one program of up to 32 warps per row keeps the whole row in
   registers in its input dtype, sum of squares, then x * rstd * weight from the registers. One
   read of x.
-- cols > SINGLE_MAX otherwise: the row is cut into CHUNK-column chunks, one program per (row, chunk), in two
+- cols > SINGLE_MAX otherwise: the row is cut into chunks of CHUNK columns (CHUNK_BYTES at most),
+  one program per (row, chunk), in two
   launches: the first stores each chunk's sum of squares, the second adds its row's partial sums
   (a tree over at most NCH values), and writes its chunk. Reads x twice but keeps rows x chunks
   programs in flight.
@@ -39,6 +40,7 @@ TUNABLES = {
     "TILE_ELEMS": [2048, 4096, 8192, 16384],
     "SINGLE_MAX": [4096, 8192, 16384],
     "CHUNK": [2048, 4096, 8192],
+    "CHUNK_BYTES": [4096, 0, 8192],
     "NUM_WARPS": [4, 8, 16],
     "STREAMING": [False, True],
     "PERSIST": [0, 2, 4, 8],
@@ -55,6 +57,9 @@ TUNABLES = {
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 4096  # columns per program in the split path
+CHUNK_BYTES = 4096  # ... and at most this many bytes of x (0: no limit): f32 rows get 1024
+# columns. H200, 17 x 131073 f32 under the arena's hold: 14.0 -> 11.6 us (twice, side by side;
+# a copy of x is 10.2-11.5); bf16 (2048 columns against 4096) 10.1-10.2 either way (session 18)
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements, and the
 # tiled path's one warp per TILE_WARP_ELEMS
 TILE_WARP_ELEMS = 512  # the tiled path's tiles below TILE_ELEMS (a lone row of 2049-4096
@@ -628,6 +633,13 @@ def _split_rows(x, weight, y, rows, cols, al, bc, nsplit, spin_max=None):
     )  # fmt: skip
 
 
+def _chunk(x: torch.Tensor) -> int:
+    """Columns per program of the split path: CHUNK, at most CHUNK_BYTES of x (0: no limit)."""
+    if not CHUNK_BYTES:
+        return CHUNK
+    return min(CHUNK, max(16, triton.next_power_of_2(CHUNK_BYTES // x.element_size())))
+
+
 def _whole_row(rows: int, bc: int, x: torch.Tensor) -> bool:
     """A row past SINGLE_MAX in one program (WHOLE_ROW_BYTES): it fits, and rows fill the SMs."""
     return bc * x.element_size() <= WHOLE_ROW_BYTES and rows >= _sm_count(x.device)
@@ -682,18 +694,19 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     if split := _row_split(rows, cols, x):
         _split_rows(x, weight, y, rows, cols, al, *split)
         return y
-    nchunks = triton.cdiv(cols, CHUNK)
+    chunk = _chunk(x)
+    nchunks = triton.cdiv(cols, chunk)
     part = torch.empty(rows, nchunks, dtype=torch.float32, device=x.device)
     grid = (rows, nchunks)
     pdl = PDL and x.device.type == "cuda"
     v = 16 // x.element_size() if _chunk_vec(al, x, y) else 0
     _chunk_sumsq[grid](
-        x, part, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, V=v,
-        num_warps=_warps(CHUNK),
+        x, part, cols, x.stride(0), nchunks, CHUNK=chunk, AL=al, PDL=pdl, V=v,
+        num_warps=_warps(chunk),
     )  # fmt: skip
     _chunk_apply[grid](
         x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
-        CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
-        num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
+        CHUNK=chunk, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
+        num_warps=_warps(chunk), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
