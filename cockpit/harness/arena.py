@@ -878,10 +878,13 @@ class Arena:
             [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
         ]
         rng = random.Random(msg["seed"])
+        self.submits.clear()  # one slack for both, following both candidates' host times
         for _ in range(max(pol.warmup_calls, 1)):
             inp, _ = self._fresh(pool, rng)
             self._timed_with(self.kernel, inp)
             self._timed_with(kernel_b, inp)
+        if self.hold is not None:
+            self.hold.recalibrate()
         a: list[float] = []
         b: list[float] = []
         wall0 = _now_us()
