@@ -557,33 +557,46 @@ def _sm_count(device: torch.device) -> int:
     return _SMS[device]
 
 
-def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
-    """The looped path (LOOP_BLOCK): rows of LOOP_MIN_COLS to LOOP_MAX_COLS padded columns that
-    all start on a 16-byte boundary, and with LOOP_PERSIST at least as many rows as SMs (fewer
-    would leave SMs idle: the split path spreads a row over several)."""
+def _loop_rule(
+    rows: int, bc: int, al: int, x: torch.Tensor, block: int, lo: int, hi: int, persist: int
+) -> bool:
+    """The looped walk (`_rmsnorm_loop`, `block`-column steps, 0: off) takes rows of lo to hi
+    padded columns that all start on a 16-byte boundary and, persistent (persist programs an
+    SM), at least as many rows as SMs (fewer would leave SMs idle: the split path spreads a row
+    over several)."""
     return (
-        bool(LOOP_BLOCK)
-        and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS
+        bool(block)
+        and lo <= bc <= hi
         and al * x.element_size() == 16
-        and (not LOOP_PERSIST or rows >= _sm_count(x.device))
+        and (not persist or rows >= _sm_count(x.device))
     )
+
+
+def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
+    """The looped path (LOOP_*), tried first: rows of LOOP_MIN_COLS to LOOP_MAX_COLS."""
+    return _loop_rule(rows, bc, al, x, LOOP_BLOCK, LOOP_MIN_COLS, LOOP_MAX_COLS, LOOP_PERSIST)
 
 
 def _wide_looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
-    """The looped path for rows past SINGLE_MAX that the whole-row program does not take
-    (WIDE_LOOP_BLOCK): up to WIDE_LOOP_MAX_COLS padded columns, every row on a 16-byte boundary,
-    at least as many rows as SMs."""
-    return (
-        bool(WIDE_LOOP_BLOCK)
-        and SINGLE_MAX < bc <= WIDE_LOOP_MAX_COLS
-        and al * x.element_size() == 16
-        and rows >= _sm_count(x.device)
+    """The same walk for rows past SINGLE_MAX that the whole-row program does not take
+    (WIDE_LOOP_*): up to WIDE_LOOP_MAX_COLS padded columns, always persistent."""
+    return _loop_rule(
+        rows, bc, al, x, WIDE_LOOP_BLOCK, SINGLE_MAX + 1, WIDE_LOOP_MAX_COLS, _wide_persist()
     )
 
 
-def _loop_programs(rows: int, device: torch.device) -> int:
-    """Programs of the looped path: one a row, or LOOP_PERSIST an SM (1 SM in the interpreter)."""
-    return min(rows, LOOP_PERSIST * _sm_count(device)) if LOOP_PERSIST else rows
+def _wide_persist() -> int:
+    return max(1, WIDE_LOOP_PERSIST)
+
+
+def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, back=False):
+    """Launch `_rmsnorm_loop`: one program a row, or `persist` an SM walking the rows (1 SM in
+    the interpreter)."""
+    programs = min(rows, persist * _sm_count(x.device)) if persist else rows
+    _rmsnorm_loop[(programs,)](
+        x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(block, bc), AL=al,
+        PERSIST=bool(persist), SKEW=skew, BACK=bool(back), num_warps=warps,
+    )  # fmt: skip
 
 
 def _programs(ntiles: int, device: torch.device) -> int:
@@ -655,10 +668,9 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if _looped(rows, bc, al, x):
-        _rmsnorm_loop[(_loop_programs(rows, x.device),)](
-            x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(LOOP_BLOCK, bc),
-            AL=al, PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
-            num_warps=LOOP_WARPS,
+        _walk_rows(
+            x, weight, y, rows, cols, al, bc, LOOP_BLOCK, LOOP_WARPS, LOOP_PERSIST, LOOP_SKEW,
+            LOOP_BACK,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
@@ -685,11 +697,9 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         )  # fmt: skip
         return y
     if _wide_looped(rows, bc, al, x):
-        _rmsnorm_loop[(min(rows, WIDE_LOOP_PERSIST * _sm_count(x.device)),)](
-            x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS,
-            BLOCK=min(WIDE_LOOP_BLOCK, bc), AL=al, PERSIST=True, SKEW=0, BACK=False,
-            num_warps=WIDE_LOOP_WARPS,
-        )  # fmt: skip
+        _walk_rows(
+            x, weight, y, rows, cols, al, bc, WIDE_LOOP_BLOCK, WIDE_LOOP_WARPS, _wide_persist()
+        )
         return y
     if split := _row_split(rows, cols, x):
         _split_rows(x, weight, y, rows, cols, al, *split)
