@@ -49,3 +49,22 @@ def test_the_candidate_pane_collapses_them_too() -> None:
     text = feedback_text(CandidateDetail(c, None, None, None, r, None)).plain
     assert text.count("! host-bound: ") == 4
     assert "host-bound: … and 38 more shapes" in text
+
+
+def test_a_gpu_result_shows_the_hosts_time_per_call_beside_the_gpus() -> None:
+    """The launch slack keeps host time out of the GPU median (up to 2 ms since session 18), so
+    the table shows it beside: the same H200 final's `submit_median_us`, per timed shape."""
+    r = json.loads(FINAL.read_text())
+    console = Console(record=True, width=220)
+    print_result(r, console)
+    text = console.export_text()
+    assert any(" host " in ln for ln in text.splitlines()[:4])  # the header
+    row = next(ln for ln in text.splitlines() if "1000×33" in ln)
+    assert "9.39 ms" in row  # batch=1000 n=33: 9,390.7 us of host time per call
+    # a CPU result (no submit time) keeps the table as it was
+    for s in r["shapes"]:
+        if s.get("timing"):
+            s["timing"].pop("submit_median_us", None)
+    console = Console(record=True, width=220)
+    print_result(r, console)
+    assert not any(" host " in ln for ln in console.export_text().splitlines()[:4])
