@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from cockpit.harness.arena import LAUNCH_SLACK_US, SLACK_SUBMIT_X, slack_target
 from cockpit.harness.hold import MAX_US, aim
-from cockpit.harness.judge import LATE_FLAG_PCT, host_excess, slack_overrun
+from cockpit.harness.judge import (
+    HOST_BOUND_MIN_US,
+    HOST_SLACK_US,
+    LATE_FLAG_PCT,
+    host_bound,
+    host_excess,
+    slack_overrun,
+)
 from cockpit.harness.result import Result, TimingStats
 from cockpit.harness.timing import summarize
 
@@ -85,3 +92,26 @@ def test_hidden_work_subtracts_each_calls_own_slack():
     assert host_excess({"flush_us": 200.0, "slacks": [400.0]}, samples, host) == 205.0
     # work outside the timed stream shows beyond the slack either way
     assert host_excess(reply, samples, [1215.0, 1415.0, 1415.0]) == 1005.0
+
+
+def timed(gpu_us: float, submit_us: float) -> TimingStats:
+    return summarize([gpu_us] * 4, [gpu_us + 250.0] * 4, "converged", [submit_us] * 4)
+
+
+def test_host_bound_flags_host_time_past_the_base_slack_even_beside_a_tiny_gpu_time():
+    """Below HOST_BOUND_MIN_US of GPU time a launch's Python is not flagged (every Triton launch
+    costs ~20 us), but host time past the base slack is no launch: the hold stretched to cover
+    it, so it is work the clock did not see (a CPU computing while the GPU was held)."""
+    assert HOST_SLACK_US == LAUNCH_SLACK_US  # the judge's copy of the arena's constant
+    assert host_bound("s", timed(4.0, 120.0)) is None  # one launch's Python at a tiny shape
+    assert host_bound("s", timed(4.0, HOST_SLACK_US)) is None
+    flag = host_bound("rows=1 cols=4099 float32", timed(4.0, 900.0))
+    assert flag == (
+        "host-bound: rows=1 cols=4099 float32: 900 us on the host per call (launching it, or "
+        "waiting inside it for the GPU) against 4 us on the GPU; back to back, calls would run "
+        "at the host's pace"
+    )
+    # at HOST_BOUND_MIN_US and above, any host time past the GPU's (as before)
+    assert host_bound("s", timed(HOST_BOUND_MIN_US, 60.0)) is not None
+    assert host_bound("s", timed(68.0, 60.0)) is None  # the GPU is the bottleneck
+    assert host_bound("s", summarize([4.0] * 4, [5.0] * 4, "converged", None)) is None  # CPU
