@@ -381,6 +381,45 @@ def test_rmsnorm_split_chunks_hold_at_most_chunk_bytes(monkeypatch, dtype):
     assert module._chunk(OnGpu(4)) == 1024 and module._chunk(OnGpu(2)) == 2048
 
 
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_split_apply_that_loads_before_its_wait_matches(monkeypatch, task, dtype):
+    """PDL_EARLY: the apply kernel loads x (and RMSNorm's weight) before it waits for the first
+    kernel. The interpreter runs the two launches in order (no PDL), so this checks the kernel's
+    arithmetic with the loads moved, on plain and aligned-body chunks (CHUNK_VEC)."""
+    module = SEEDS[task]
+    monkeypatch.setattr(module, "PDL_EARLY", True)
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "CHUNK", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+    if hasattr(module, "WIDE_LOOP_BLOCK"):
+        monkeypatch.setattr(module, "WIDE_LOOP_BLOCK", 0)
+    seen = []
+    monkeypatch.setattr(module, "_chunk_apply", Spy(module._chunk_apply, "a", seen, "EARLY"))
+    for rows, cols in [(3, 17), (5, 33), (2, 64), (2, 333)]:
+        run_and_check(task, rows, cols, dtype)
+    assert seen == [True] * 4
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rmsnorm_weight_loaded_before_the_reduction_matches(monkeypatch, dtype):
+    """W_EARLY on a 132-SM GPU (the interpreter's count replaced): tiles fewer than the SMs load
+    the weight with x (WE), as a head and tail (4099 = 4096 + 3) or a plain tile (33 rows of 17,
+    or 64 columns); 2000 rows of 17 make 250 tiles (8 rows each) and keep the weight after the
+    reduction."""
+    module = SEEDS["rmsnorm"]
+    monkeypatch.setitem(module._SMS, torch.device("cpu"), 132)
+    monkeypatch.setattr(module, "W_EARLY", True)
+    seen = []
+    monkeypatch.setattr(module, "_rmsnorm_tile", Spy(module._rmsnorm_tile, "t", seen, "WE"))
+    for rows, cols in [(1, 4099), (3, 17), (33, 17), (2, 64), (2000, 17)]:
+        run_and_check("rmsnorm", rows, cols, dtype)
+    assert seen == [True, True, True, True, False]
+    monkeypatch.setattr(module, "W_EARLY", False)
+    run_and_check("rmsnorm", 1, 4099, dtype)
+    assert seen[-1] is False
+
+
 def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkeypatch):
     """CHUNK_VEC's rule: rows off a 16-byte boundary with x and y on 16 bytes and one stride;
     not for rows that all start on 16 bytes, an x that starts 2 bytes in, or CHUNK_VEC off."""

@@ -53,6 +53,8 @@ TUNABLES = {
     "ROW_VEC": [True, False],
     "PDL": [False, True],
     "CHUNK_VEC": [False, True],
+    "PDL_EARLY": [False, True],
+    "W_EARLY": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -138,6 +140,16 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 # of ~4 us each, where a copy of x takes 8-11 us). H200, bench/direct.py side by side: session
 # 16 (before CHUNK_VEC, 200 calls, both orders) 17 x 131073 f32 14.5 -> 14.5 us, bf16 12.7 ->
 # 12.6; session 17 (with CHUNK_VEC, 300 calls) f32 13.8 -> 12.9, bf16 11.1 -> 10.1: on.
+PDL_EARLY = False  # split path: the apply kernel loads its chunk of x and of the weight before
+# it waits for the sums kernel (inputs, not that kernel's output), so with PDL the loads overlap
+# it (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (64 registers
+# against 48). CPU-tested, not yet measured (session 18: no device time left).
+W_EARLY = False  # tiled path with fewer tiles than SMs (1 x 4099, 3 x 17): the weight is loaded
+# with x, before the row's reduction, not after it. Few programs find the weight cold (the
+# flush): after the reduction it is a second trip to memory in series (sm_90 SASS of the 1 x
+# 4099 f32 launch: 17 LDG of x, the reduction's barriers, then the weight's 5 LDG; with it the
+# weight's loads come before the barriers, 40 registers either way at bf16). Not yet measured
+# (session 18).
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -172,8 +184,9 @@ EPS = 1e-6  # the task's eps (task.toml)
 def _rmsnorm_tile_rows(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
+    WE: tl.constexpr,
 ):  # fmt: skip
-    """Tile t: rows t*R .. t*R+R-1."""
+    """Tile t: rows t*R .. t*R+R-1. WE (W_EARLY): the weight is loaded before the reduction."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -184,8 +197,11 @@ def _rmsnorm_tile_rows(
     mask = (r[:, None] < rows) & (c[None, :] < cols)
     xp = x_ptr + r[:, None] * stride_x + c[None, :]
     x = tl.load(xp, mask=mask, other=0.0, eviction_policy=EV).to(tl.float32)
+    if WE:
+        w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
     rstd = tl.rsqrt(tl.sum(x * x, axis=1) / cols + eps)
-    w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
+    if not WE:
+        w = tl.load(w_ptr + c, mask=c < cols, other=0.0).to(tl.float32)
     y = x * rstd[:, None] * w[None, :]
     yp = y_ptr + r[:, None] * stride_y + c[None, :]
     tl.store(yp, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=CM)
@@ -195,12 +211,13 @@ def _rmsnorm_tile_rows(
 def _rmsnorm_head_tail(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr,
+    BT: tl.constexpr, WE: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
     power of two (257 = 256 + 1), which a next_pow2 tile pads to twice their length, so half its
-    lanes load, multiply and store nothing."""
+    lanes load, multiply and store nothing. WE (W_EARLY): the weight is loaded before the
+    reduction."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -213,9 +230,13 @@ def _rmsnorm_head_tail(
     xrow = x_ptr + r[:, None] * stride_x
     xh = tl.load(xrow + c[None, :], mask=rmask, other=0.0, eviction_policy=EV).to(tl.float32)
     xt = tl.load(xrow + ct[None, :], mask=tmask, other=0.0, eviction_policy=EV).to(tl.float32)
+    if WE:
+        wh = tl.load(w_ptr + c).to(tl.float32)
+        wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
     rstd = tl.rsqrt((tl.sum(xh * xh, axis=1) + tl.sum(xt * xt, axis=1)) / cols + eps)
-    wh = tl.load(w_ptr + c).to(tl.float32)
-    wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
+    if not WE:
+        wh = tl.load(w_ptr + c).to(tl.float32)
+        wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
     yrow = y_ptr + r[:, None] * stride_y
     ty = y_ptr.dtype.element_ty
     yh = xh * rstd[:, None] * wh[None, :]
@@ -228,7 +249,7 @@ def _rmsnorm_head_tail(
 def _rmsnorm_tile(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
-    AL: tl.constexpr, BT: tl.constexpr,
+    AL: tl.constexpr, BT: tl.constexpr, WE: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
@@ -237,11 +258,12 @@ def _rmsnorm_tile(
         if BT > 0:  # HEAD_TAIL
             _rmsnorm_head_tail(
                 x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
-                BT,
+                BT, WE,
             )  # fmt: skip
         else:
             _rmsnorm_tile_rows(
-                x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL
+                x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
+                WE,
             )  # fmt: skip
 
 
@@ -368,14 +390,24 @@ def _chunk_sumsq(
 
 
 @triton.jit
+def _row_rstd(p_ptr, row, nchunks, cols, eps, NCH: tl.constexpr):
+    """1 / rms of a row from its chunks' sums of squares."""
+    k = tl.arange(0, NCH)
+    total = tl.sum(tl.load(p_ptr + row * nchunks + k, mask=k < nchunks, other=0.0), axis=0)
+    return tl.rsqrt(total / cols + eps)
+
+
+@triton.jit
 def _chunk_apply(
     x_ptr, w_ptr, y_ptr, p_ptr, cols, stride_x, stride_y, nchunks, eps,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
-    V: tl.constexpr,
+    V: tl.constexpr, EARLY: tl.constexpr,
 ):  # fmt: skip
     """Chunk program_id(1) of row program_id(0): x * rstd * weight from its row's partial sums.
     V > 0 (CHUNK_VEC): the chunks of `_chunk_sumsq` with V, x and y sharing the stride; the
-    weight, shifted by the row's offset from the boundary, is read one by one."""
+    weight, shifted by the row's offset from the boundary, is read one by one. EARLY
+    (PDL_EARLY): x and the weight are loaded before the wait for the sums kernel (they are
+    inputs, not its output), so with PDL the loads overlap that kernel."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -383,11 +415,6 @@ def _chunk_apply(
         stride_y = stride_y // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
-    if PDL:  # launched early: wait until the sums kernel is done and its stores visible
-        gdc_wait()
-    k = tl.arange(0, NCH)
-    total = tl.sum(tl.load(p_ptr + row * nchunks + k, mask=k < nchunks, other=0.0), axis=0)
-    rstd = tl.rsqrt(total / cols + eps)
     c = ch * CHUNK + tl.arange(0, CHUNK)
     ty = y_ptr.dtype.element_ty
     if V > 0:
@@ -395,16 +422,33 @@ def _chunk_apply(
         b0, a0, nb, ce, me = _body_edges(s0, cols, V)
         me = me & (ch == 0)
         mb = c < nb
-        x = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
+        if EARLY:
+            x = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
+            xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
+            we = tl.load(w_ptr + ce, mask=me, other=0.0).to(tl.float32)
+        if PDL:  # launched early: wait until the sums kernel is done and its stores visible
+            gdc_wait()
+        rstd = _row_rstd(p_ptr, row, nchunks, cols, eps, NCH)
+        if not EARLY:
+            x = tl.load(x_ptr + b0 + c, mask=mb, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + a0 + c, mask=mb, other=0.0).to(tl.float32)
         tl.store(y_ptr + b0 + c, (x * rstd * w).to(ty), mask=mb)
-        xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
-        we = tl.load(w_ptr + ce, mask=me, other=0.0).to(tl.float32)
+        if not EARLY:
+            xe = tl.load(x_ptr + s0 + ce, mask=me, other=0.0).to(tl.float32)
+            we = tl.load(w_ptr + ce, mask=me, other=0.0).to(tl.float32)
         tl.store(y_ptr + s0 + ce, (xe * rstd * we).to(ty), mask=me)
     else:
         mask = c < cols
-        x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+        if EARLY:
+            x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+        if PDL:
+            gdc_wait()
+        rstd = _row_rstd(p_ptr, row, nchunks, cols, eps, NCH)
+        if not EARLY:
+            x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
         tl.store(y_ptr + row * stride_y + c, (x * rstd * w).to(ty), mask=mask)
 
 
@@ -687,7 +731,7 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, ntiles,
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al, BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-            num_warps=warps,
+            WE=bool(W_EARLY) and ntiles < _sm_count(x.device), num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):
@@ -717,6 +761,6 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     _chunk_apply[grid](
         x, weight, y, part, cols, x.stride(0), y.stride(0), nchunks, EPS,
         CHUNK=chunk, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
-        num_warps=_warps(chunk), **({"launch_pdl": True} if pdl else {}),
+        EARLY=bool(PDL_EARLY), num_warps=_warps(chunk), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y

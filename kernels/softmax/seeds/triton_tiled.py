@@ -55,6 +55,7 @@ TUNABLES = {
     "ROW_VEC": [True, False],
     "PDL": [True, False],
     "CHUNK_VEC": [False, True],
+    "PDL_EARLY": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -135,6 +136,10 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 # of ~4 us each, where a copy of x takes 8-11 us). H200 (session 16), 17 x 131073 bf16 with
 # CHUNK = 2048: bench/direct.py 12.1 -> 10.7 us (both orders; CHUNK = 2048 alone 11.7), the
 # harness's --final 12.90 -> 11.46 us (median). RMSNorm's split path gained nothing from it.
+PDL_EARLY = False  # split path: the apply kernel loads its chunk of x before it waits for the
+# statistics kernel (x is an input, not that kernel's output), so with PDL the loads overlap it
+# (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (44 registers against
+# 32). CPU-tested, not yet measured (session 18: no device time left).
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -384,13 +389,26 @@ def _chunk_stats(
 
 
 @triton.jit
+def _row_stats(m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr):
+    """(M, S) of a row from its chunks' (max, sum of exp(x - max)): the row's max and sum."""
+    k = tl.arange(0, NCH)
+    mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
+    sc = tl.load(s_ptr + row * nchunks + k, mask=k < nchunks, other=0.0)
+    big = tl.max(mc, axis=0)
+    total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * tl.exp(mc - big)), axis=0)
+    return big, total
+
+
+@triton.jit
 def _chunk_apply(
     x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
-    V: tl.constexpr,
+    V: tl.constexpr, EARLY: tl.constexpr,
 ):  # fmt: skip
     """Chunk program_id(1) of row program_id(0): exp(x - M) / S from its row's statistics. V > 0
-    (CHUNK_VEC): the chunks of `_chunk_stats` with V, x and y sharing the stride."""
+    (CHUNK_VEC): the chunks of `_chunk_stats` with V, x and y sharing the stride. EARLY
+    (PDL_EARLY): x is loaded before the wait for the statistics kernel (x is an input, not its
+    output), so with PDL the loads overlap that kernel."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -398,13 +416,6 @@ def _chunk_apply(
         stride_y = stride_y // AL * AL
     row = tl.program_id(0).to(tl.int64)
     ch = tl.program_id(1)
-    if PDL:  # launched early: wait until the statistics kernel is done and its stores visible
-        gdc_wait()
-    k = tl.arange(0, NCH)
-    mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
-    sc = tl.load(s_ptr + row * nchunks + k, mask=k < nchunks, other=0.0)
-    big = tl.max(mc, axis=0)
-    total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * tl.exp(mc - big)), axis=0)
     c = ch * CHUNK + tl.arange(0, CHUNK)
     ty = y_ptr.dtype.element_ty
     if V > 0:
@@ -412,14 +423,28 @@ def _chunk_apply(
         b0, a0, nb, ce, me = _body_edges(s0, cols, V)
         me = me & (ch == 0)
         mb = c < nb
-        x = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
+        if EARLY:
+            x = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
+            xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
+        if PDL:  # launched early: wait until the statistics kernel is done and its stores visible
+            gdc_wait()
+        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH)
+        if not EARLY:
+            x = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
         tl.store(y_ptr + b0 + c, (tl.exp(x - big) / total).to(ty), mask=mb)
-        xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
+        if not EARLY:
+            xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
         tl.store(y_ptr + s0 + ce, (tl.exp(xe - big) / total).to(ty), mask=me)
     else:
         mask = c < cols
-        x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf")).to(tl.float32)
-        y = tl.exp(x - big) / total
+        if EARLY:
+            x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
+        if PDL:
+            gdc_wait()
+        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH)
+        if not EARLY:
+            x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
+        y = tl.exp(x.to(tl.float32) - big) / total
         tl.store(y_ptr + row * stride_y + c, y.to(ty), mask=mask)
 
 
@@ -697,6 +722,6 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
         CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
-        num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
+        EARLY=bool(PDL_EARLY), num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
