@@ -120,7 +120,8 @@ _event_query = getattr(getattr(torch._C, "_CudaEventBase", None), "query", None)
 
 def slack_target(submits: Iterable[float]) -> float:
     """How long a timed call's launch slack should last: SLACK_SUBMIT_X times the p90 of the
-    candidate's recent submit times (host us per call), LAUNCH_SLACK_US at least."""
+    recent calls' host times (us from the hold's launch until the call returned; a warm-up
+    call's submit time), LAUNCH_SLACK_US at least."""
     recent = sorted(submits)
     if not recent:
         return LAUNCH_SLACK_US
