@@ -420,6 +420,38 @@ def test_rmsnorm_weight_loaded_before_the_reduction_matches(monkeypatch, dtype):
     assert seen[-1] is False
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("persist", [0, 2])
+def test_rmsnorm_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, persist):
+    """LOOP_UNROLL = 4 with 32-column steps: rows of exactly 2, 3 or 4 steps (64, 96, 128
+    columns) are walked unrolled and unmasked (NB = 2, 3, 4); 256 columns (8 steps, past 4) and
+    100 float32 columns (a ragged last step) keep the runtime loop (NB = 0). The wide loop (past
+    SINGLE_MAX = 16, WIDE_LOOP_BLOCK = 32) unrolls the same way."""
+    module = SEEDS["rmsnorm"]
+    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
+    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    monkeypatch.setattr(module, "LOOP_PERSIST", persist)
+    seen = []
+    monkeypatch.setattr(module, "_rmsnorm_loop", Spy(module._rmsnorm_loop, "l", seen, "NB"))
+    cases = [(3, 64, 2), (5, 128, 4), (2, 256, 0), (4, 96, 3)]
+    if dtype == "float32":
+        cases.append((3, 100, 0))
+    for rows, cols, _ in cases:
+        run_and_check("rmsnorm", rows, cols, dtype)
+    assert seen == [nb for _, _, nb in cases]
+    # the wide loop
+    seen.clear()
+    monkeypatch.setattr(module, "LOOP_BLOCK", 0)
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+    monkeypatch.setattr(module, "WIDE_LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "WIDE_LOOP_MAX_COLS", 512)
+    run_and_check("rmsnorm", 3, 128, dtype)
+    assert seen == [4]
+
+
 def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkeypatch):
     """CHUNK_VEC's rule: rows off a 16-byte boundary with x and y on 16 bytes and one stride;
     not for rows that all start on 16 bytes, an x that starts 2 bytes in, or CHUNK_VEC off."""

@@ -55,6 +55,7 @@ TUNABLES = {
     "CHUNK_VEC": [False, True],
     "PDL_EARLY": [False, True],
     "W_EARLY": [False, True],
+    "LOOP_UNROLL": [0, 4],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -164,6 +165,11 @@ LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walki
 LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
 # rows in flight together do not all read the same offset (rows of 2**k bytes: one address
 # pattern); 0: every row from its start
+LOOP_UNROLL = 0  # looped paths: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
+# unrolled and unmasked (the step count a compile-time constant, as Inductor's shape-specialized
+# kernel has it; 0: off). sm_90 SASS at 8192 bf16 columns, 4096-column steps, 16 warps: two
+# loops of 122 and 63 instructions an iteration before; Inductor's kernel (2048-column steps) is
+# 232 instructions with no loop. Unmeasured (session 18).
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does not take (f32
 # rows of 65536: 256 KB), up to WIDE_LOOP_MAX_COLS (padded), all on a 16-byte boundary, at
@@ -326,12 +332,15 @@ def _walk(c0, nb, sh, BLOCK: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexp
 def _rmsnorm_loop(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, BLOCK: tl.constexpr,
     AL: tl.constexpr, PERSIST: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr,
+    NB: tl.constexpr,
 ):  # fmt: skip
     """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK); with PERSIST
     (LOOP_PERSIST) a fixed set of programs walks the rows, one after another. SKEW
     (LOOP_SKEW): row r starts its walks at step r * SKEW (mod the steps), so rows in flight
     together are not at the same offset; BACK (LOOP_BACK): the second walk goes backwards, from
-    the steps the first read last (the likeliest still in L2)."""
+    the steps the first read last (the likeliest still in L2). NB > 0 (LOOP_UNROLL): the row is
+    exactly NB full steps, walked unrolled and unmasked (as Inductor's shape-specialized kernel
+    does), in order."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -346,18 +355,32 @@ def _rmsnorm_loop(
         xr = x_ptr + row * stride_x
         yr = y_ptr + row * stride_y
         acc = tl.zeros([BLOCK], tl.float32)
-        for c0 in range(0, cols, BLOCK):
-            c = _walk(c0, nb, sh, BLOCK, SKEW, False) + tl.arange(0, BLOCK)
-            x = tl.load(xr + c, mask=c < cols, other=0.0, eviction_policy="evict_last")
-            x = x.to(tl.float32)
-            acc += x * x
+        ty = y_ptr.dtype.element_ty
+        if NB > 0:
+            for i in tl.static_range(NB):
+                x = tl.load(xr + i * BLOCK + tl.arange(0, BLOCK), eviction_policy="evict_last")
+                x = x.to(tl.float32)
+                acc += x * x
+        else:
+            for c0 in range(0, cols, BLOCK):
+                c = _walk(c0, nb, sh, BLOCK, SKEW, False) + tl.arange(0, BLOCK)
+                x = tl.load(xr + c, mask=c < cols, other=0.0, eviction_policy="evict_last")
+                x = x.to(tl.float32)
+                acc += x * x
         rstd = tl.rsqrt(tl.sum(acc, axis=0) / cols + eps)
-        for c0 in range(0, cols, BLOCK):
-            c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
-            mask = c < cols
-            x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
-            w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
-            tl.store(yr + c, (x.to(tl.float32) * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+        if NB > 0:
+            for i in tl.static_range(NB):
+                c = i * BLOCK + tl.arange(0, BLOCK)
+                x = tl.load(xr + c, eviction_policy="evict_first").to(tl.float32)
+                w = tl.load(w_ptr + c).to(tl.float32)
+                tl.store(yr + c, (x * rstd * w).to(ty))
+        else:
+            for c0 in range(0, cols, BLOCK):
+                c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
+                mask = c < cols
+                x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
+                w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+                tl.store(yr + c, (x.to(tl.float32) * rstd * w).to(ty), mask=mask)
 
 
 @triton.jit
@@ -635,11 +658,13 @@ def _wide_persist() -> int:
 
 def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, back=False):
     """Launch `_rmsnorm_loop`: one program a row, or `persist` an SM walking the rows (1 SM in
-    the interpreter)."""
+    the interpreter); unrolled (NB) where LOOP_UNROLL takes the row."""
     programs = min(rows, persist * _sm_count(x.device)) if persist else rows
+    block = min(block, bc)
+    nb = cols // block if cols % block == 0 and cols // block <= LOOP_UNROLL else 0
     _rmsnorm_loop[(programs,)](
-        x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=min(block, bc), AL=al,
-        PERSIST=bool(persist), SKEW=skew, BACK=bool(back), num_warps=warps,
+        x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=block, AL=al,
+        PERSIST=bool(persist), SKEW=skew, BACK=bool(back), NB=nb, num_warps=warps,
     )  # fmt: skip
 
 
