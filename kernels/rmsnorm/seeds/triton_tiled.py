@@ -168,8 +168,8 @@ LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod it
 LOOP_UNROLL = 0  # looped paths: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
 # unrolled and unmasked (the step count a compile-time constant, as Inductor's shape-specialized
 # kernel has it; 0: off). sm_90 SASS at 8192 bf16 columns, 4096-column steps, 16 warps: two
-# loops of 122 and 63 instructions an iteration before; Inductor's kernel (2048-column steps) is
-# 232 instructions with no loop. Unmeasured (session 18).
+# loops of 122 and 63 instructions an iteration, unrolled 256 instructions with no loop;
+# Inductor's kernel (2048-column steps) is 232 with no loop. Unmeasured (session 18).
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does not take (f32
 # rows of 65536: 256 KB), up to WIDE_LOOP_MAX_COLS (padded), all on a 16-byte boundary, at
