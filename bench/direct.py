@@ -5,6 +5,8 @@ development loop for any task, as qr_direct.py is for QR.
         triton_tiled:TILE_ELEMS=16384,NUM_WARPS=16 --out $OUT
     python bench/direct.py --task rmsnorm --set hidden --out $OUT     # every seed, hidden shapes
     python bench/direct.py --task softmax --seeds triton_tiled --baselines compile --out $OUT
+    python bench/direct.py --task rmsnorm --shape rows=132,cols=65536,dtype=bfloat16 \
+        --shape rows=2048,cols=65536,dtype=bfloat16 --copy --out $OUT   # shapes of your own
 
 Each (variant, shape): one call checked with the task's own check (the judge's `run_check`),
 then timed on two alternating input sets, each call preceded by an L2 flush and the harness's
@@ -32,12 +34,25 @@ sys.path.insert(0, str(ROOT))
 from benchlib import load_module, load_variant, time_calls  # noqa: E402
 
 from cockpit.harness import baselines, scoring  # noqa: E402
-from cockpit.harness.task import load_task  # noqa: E402
+from cockpit.harness.task import Shape, load_task  # noqa: E402
 from cockpit.harness.verify import as_tuple, run_check  # noqa: E402
 
 
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def shape_arg(text: str) -> Shape:
+    """A shape as KEY=VALUE,... (integers where they parse): an argparse type, so a malformed
+    one is a one-line usage error."""
+    params: dict = {}
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"{text!r}: want KEY=VALUE,... (got {item!r})")
+        value = value.strip()
+        params[key.strip()] = int(value) if value.lstrip("-").isdigit() else value
+    return Shape(params, "benchmark")
 
 
 def main() -> None:
@@ -69,6 +84,15 @@ def main() -> None:
     )
     p.add_argument("--set", default="benchmark", choices=["benchmark", "public", "hidden"])
     p.add_argument(
+        "--shape",
+        action="append",
+        type=shape_arg,
+        default=[],
+        metavar="KEY=VALUE,...",
+        help="a shape of your own instead of --set (repeatable), e.g. "
+        "rows=132,cols=65536,dtype=bfloat16: the task's make_inputs parameters",
+    )
+    p.add_argument(
         "--match", nargs="*", default=[], help="only shapes whose label contains one of these"
     )
     p.add_argument("--reps", type=int, default=50)
@@ -79,7 +103,7 @@ def main() -> None:
 
     task = load_task(args.task)
     ref = load_module(task.reference_path, f"direct_ref_{task.name}")
-    shapes = [s for s in task.shape_set(args.device, args.set) if s.timed]
+    shapes = args.shape or [s for s in task.shape_set(args.device, args.set) if s.timed]
     if args.match:
         shapes = [s for s in shapes if any(m in s.describe() for m in args.match)]
         if not shapes:
@@ -127,7 +151,14 @@ def main() -> None:
     )
     for shape in shapes:
         label = shape.describe()
-        inputs = [tuple(ref.make_inputs(dict(shape.params), s, args.device)) for s in (11, 12)]
+        try:
+            inputs = [
+                tuple(ref.make_inputs(dict(shape.params), s, args.device)) for s in (11, 12)
+            ]
+        except Exception as exc:  # a --shape the task cannot make: one line, non-zero exit
+            raise SystemExit(
+                f"error: {task.name} cannot make inputs for {label}: {type(exc).__name__}: {exc}"
+            ) from None
         floor, _ = scoring.floor_us(task, shape, ceil, args.device)
         first = None
         copy_us = None

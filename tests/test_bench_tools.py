@@ -421,3 +421,34 @@ def test_qr_profile_rejects_a_bad_spec_in_one_line():
     "640" used to reach the loop and fail there with a traceback."""
     r = run_tool("bench/qr_profile.py", "--seed", "triton_fused", "--specs", "640")
     assert r.returncode == 2 and "is not BATCHxN" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_direct_times_shapes_of_your_own_and_refuses_bad_ones_in_one_line(tmp_path):
+    """--shape KEY=VALUE,... (repeatable) replaces the task's set: the rows are those shapes,
+    checked and timed; a malformed one is a usage error, one the task cannot make a one-line
+    error, both with a non-zero exit."""
+    r = subprocess.run(
+        [
+            sys.executable, "bench/direct.py", "--task", "softmax", "--device", "cpu",
+            "--seeds", "torch_eager", "--shape", "rows=3,cols=33,dtype=float32",
+            "--shape", "rows=2,cols=5,dtype=bfloat16", "--reps", "3", "--budget-s", "0.05",
+            "--out", str(tmp_path),
+        ],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "direct-softmax.json").read_text())
+    assert [row["shape"] for row in doc["rows"]] == [
+        "rows=3 cols=33 float32",
+        "rows=2 cols=5 bfloat16",
+    ]
+    assert all(row["check"] == "ok" and row["median_us"] > 0 for row in doc["rows"])
+    bad = run_tool("bench/direct.py", "--task", "softmax", "--shape", "rows=3,cols")
+    assert bad.returncode == 2 and "want KEY=VALUE" in bad.stderr
+    bad = run_tool(
+        "bench/direct.py", "--task", "softmax", "--device", "cpu", "--seeds", "torch_eager",
+        "--shape", "rows=3,cols=33,dtype=float99", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert bad.returncode == 1
+    err = bad.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: softmax cannot make inputs for rows=3")
