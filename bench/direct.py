@@ -128,8 +128,8 @@ def main() -> None:
         flush = torch.empty(max(256 << 20, 2 * l2) // 4, dtype=torch.float32, device="cuda")
     hold = None
     if args.hold and cuda:
-        from cockpit.harness.arena import LAUNCH_SLACK_US
         from cockpit.harness.hold import Hold
+        from cockpit.harness.timing import LAUNCH_SLACK_US
 
         hold = Hold(torch.device("cuda"), LAUNCH_SLACK_US)
     doc = {

@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 from benchlib import load_module as _load  # noqa: E402
 
 from cockpit.harness.arena import LAUNCH_SLACK_CYCLES as SLEEP_CYCLES  # noqa: E402
-from cockpit.harness.arena import LAUNCH_SLACK_US  # noqa: E402
 from cockpit.harness.hold import Hold  # noqa: E402
+from cockpit.harness.timing import LAUNCH_SLACK_US  # noqa: E402
 
 MODES = ("harness", "queued", "busy", "sleep", "hold")
 

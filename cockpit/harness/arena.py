@@ -31,7 +31,7 @@ import numpy  # noqa: F401  (the Triton interpreter needs it; import before the 
 import torch
 
 from cockpit.harness import integrity, sandbox, wire
-from cockpit.harness.timing import Policy, should_stop
+from cockpit.harness.timing import LAUNCH_SLACK_US, Policy, should_stop
 
 _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for every host time
 
@@ -100,9 +100,8 @@ _GUARD_BYTES = 64 * 1024
 # use the slack; where the hold cannot be built, the GPU sleeps instead (one thread: weaker, said
 # in `protections`). The sleep is bound here, before any candidate loads, to the C function
 # itself (the integrity check also watches torch.cuda._sleep); either way every timed call
-# checks that the slack really elapsed on the GPU.
-LAUNCH_SLACK_US = 200.0
-# ... at least. The hold follows the host: SLACK_SUBMIT_X times the p90 of the last SLACK_WINDOW
+# checks that the slack really elapsed on the GPU. The ~200 us is timing.LAUNCH_SLACK_US, and it
+# is a floor: the hold follows the host, SLACK_SUBMIT_X times the p90 of the last SLACK_WINDOW
 # calls' host time from the hold's launch until the call returned (the arena's own steps before
 # the call, and the call's submit time; warm-up calls count their submit time), up to
 # hold.MAX_US, in iterations recalibrated once the shape has warmed up (`_aim_hold`). Session 18
@@ -880,6 +879,7 @@ class Arena:
         ]
         rng = random.Random(msg["seed"])
         self.submits.clear()  # one slack for both, following both candidates' host times
+        self.seen = []  # per op: a comparison reports no slack lengths, so keep none
         for _ in range(max(pol.warmup_calls, 1)):
             inp, _ = self._fresh(pool, rng)
             self._timed_with(self.kernel, inp)

@@ -35,7 +35,13 @@ from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, 
 from cockpit.harness.result import Result, ShapeResult, TimingStats, sum_breakdowns
 from cockpit.harness.static_scan import scan
 from cockpit.harness.task import Shape, Task
-from cockpit.harness.timing import PRESETS, Policy, compare_interleaved, summarize
+from cockpit.harness.timing import (
+    LAUNCH_SLACK_US,
+    PRESETS,
+    Policy,
+    compare_interleaved,
+    summarize,
+)
 from cockpit.harness.verify import expected_meta, load_reference, run_check
 from cockpit.harness.wire import WireError
 
@@ -77,10 +83,10 @@ class Options:
 # Calls this short on the GPU are launch-latency territory for every candidate (a single Triton
 # launch costs ~20 us of Python): no host-bound flag below it.
 HOST_BOUND_MIN_US = 20.0
-# ... unless the host time per call is past the arena's base launch slack (arena.LAUNCH_SLACK_US):
-# no launch needs that, and the hold then stretched to cover it (session 18), so a tiny GPU time
-# beside it is host work the clock did not see (compute on the CPU while the GPU was held).
-HOST_SLACK_US = 200.0
+# ... unless the host time per call is past the arena's base launch slack: no launch needs that,
+# and the hold then stretched to cover it (session 18), so a tiny GPU time beside it is host work
+# the clock did not see (compute on the CPU while the GPU was held).
+HOST_SLACK_US = LAUNCH_SLACK_US
 # A shape whose timed calls return after their launch slack has run out more often than this
 # (percent) is flagged: its samples hold host time. Session 17 (H200): the split path's two
 # launches at 17 x 131073 took 78-80 us of host time in a clean run and 173-192 us in slow ones,

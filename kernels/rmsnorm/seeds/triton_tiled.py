@@ -658,10 +658,12 @@ def _wide_persist() -> int:
 
 def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, back=False):
     """Launch `_rmsnorm_loop`: one program a row, or `persist` an SM walking the rows (1 SM in
-    the interpreter); unrolled (NB) where LOOP_UNROLL takes the row."""
+    the interpreter); unrolled (NB) where LOOP_UNROLL takes the row, which walks it in order
+    (so not with skew or back)."""
     programs = min(rows, persist * _sm_count(x.device)) if persist else rows
     block = min(block, bc)
-    nb = cols // block if cols % block == 0 and cols // block <= LOOP_UNROLL else 0
+    whole = cols % block == 0 and cols // block <= LOOP_UNROLL and not (skew or back)
+    nb = cols // block if whole else 0
     _rmsnorm_loop[(programs,)](
         x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=block, AL=al,
         PERSIST=bool(persist), SKEW=skew, BACK=bool(back), NB=nb, num_warps=warps,
