@@ -93,8 +93,11 @@ def result_table(r: dict[str, Any]) -> Table:
     t.add_column("shape", no_wrap=not wide, max_width=34 if wide else None)
     unit = (r.get("report") or {}).get("unit")
     # the host's time per call beside the GPU's (GPU runs): the launch slack keeps host time out
-    # of the median, up to 2 ms, so a host-heavy candidate must show it here
-    host = any((s.get("timing") or {}).get("submit_median_us") is not None for s in r["shapes"])
+    # of the median, up to 2 ms, so a host-heavy candidate must show it here (on the CPU the
+    # median is host time already)
+    host = not str(r.get("device", "")).startswith("cpu") and any(
+        (s.get("timing") or {}).get("submit_median_us") is not None for s in r["shapes"]
+    )
     for col, just in (
         ("set", "left"),
         ("ok", "center"),
