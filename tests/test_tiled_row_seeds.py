@@ -618,3 +618,37 @@ def test_the_one_launch_split_takes_few_long_rows_that_fit_the_sms(monkeypatch):
         assert module._row_split(17, 131073, torch.empty(0)) is None  # the interpreter
         monkeypatch.setattr(module, "ROW_SPLIT", False)
         assert module._row_split(17, 131073, OnGpu(2)) is None
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_lone_row_is_given_zero_strides_and_matches(monkeypatch, task, dtype):
+    """LONE_VEC: a lone row's tiled launch gets row strides of 0 (which Triton specializes as
+    divisible by 16, so the head's accesses can be vectors), as a head and tail (4099, 257) or a
+    plain tile (17); three rows keep their real strides. Off, a lone row keeps them too. On a
+    132-SM GPU (the interpreter's count replaced), or ROW_VEC would take the lone rows."""
+    module = SEEDS[task]
+    monkeypatch.setitem(module._SMS, torch.device("cpu"), 132)
+    name = f"_{task}_tile"
+    at = 5 if task == "rmsnorm" else 4  # x, [weight,] y, rows, cols, stride_x, stride_y
+    seen = []
+
+    class Strides:
+        def __init__(self, kern):
+            self.kern = kern
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                seen.append(tuple(args[at : at + 2]))
+                return self.kern[grid](*args, **kwargs)
+
+            return launch
+
+    monkeypatch.setattr(module, name, Strides(getattr(module, name)))
+    monkeypatch.setattr(module, "LONE_VEC", True)
+    for rows, cols in [(1, 4099), (1, 257), (1, 17), (3, 17)]:
+        run_and_check(task, rows, cols, dtype)
+    assert seen == [(0, 0), (0, 0), (0, 0), (17, 17)]
+    monkeypatch.setattr(module, "LONE_VEC", False)
+    run_and_check(task, 1, 4099, dtype)
+    assert seen[-1] == (4099, 4099)

@@ -56,6 +56,7 @@ TUNABLES = {
     "PDL_EARLY": [False, True],
     "W_EARLY": [False, True],
     "LOOP_UNROLL": [0, 4],
+    "LONE_VEC": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -151,6 +152,10 @@ W_EARLY = False  # tiled path with fewer tiles than SMs (1 x 4099, 3 x 17): the 
 # 4099 f32 launch: 17 LDG of x, the reduction's barriers, then the weight's 5 LDG; with it the
 # weight's loads come before the barriers, 40 registers either way at bf16). Not yet measured
 # (session 18).
+LONE_VEC = False  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
+# Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
+# 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
+# thread at f32 instead of 4). Only row 0 exists, so the stride is never used. Not yet measured.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -593,6 +598,12 @@ def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> b
     )
 
 
+def _strides(rows: int, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
+    """The row strides the tiled path is given: 0 for a lone row with LONE_VEC (divisible by
+    16 as Triton specializes it: the head's accesses become vectors; row 0 never uses them)."""
+    return (0, 0) if LONE_VEC and rows == 1 else (x.stride(0), y.stride(0))
+
+
 def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
     bytes with one stride (a row's body is aligned in both)."""
@@ -754,8 +765,9 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         bc, bt = _head_tail(cols)
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
+        sx, sy = _strides(rows, x, y)
         _rmsnorm_tile[(_programs(ntiles, x.device),)](
-            x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, ntiles,
+            x, weight, y, rows, cols, sx, sy, EPS, ntiles,
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al, BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             WE=bool(W_EARLY) and ntiles < _sm_count(x.device), num_warps=warps,

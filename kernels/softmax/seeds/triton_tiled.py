@@ -56,6 +56,7 @@ TUNABLES = {
     "PDL": [True, False],
     "CHUNK_VEC": [False, True],
     "PDL_EARLY": [False, True],
+    "LONE_VEC": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -140,6 +141,10 @@ PDL_EARLY = False  # split path: the apply kernel loads its chunk of x before it
 # statistics kernel (x is an input, not that kernel's output), so with PDL the loads overlap it
 # (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (44 registers against
 # 32). CPU-tested, not yet measured (session 18: no device time left).
+LONE_VEC = False  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
+# Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
+# 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
+# thread at f32 instead of 4). Only row 0 exists, so the stride is never used. Not yet measured.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -569,6 +574,12 @@ def _row_vec(rows: int, bc: int, al: int, x: torch.Tensor, y: torch.Tensor) -> b
     )
 
 
+def _strides(rows: int, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
+    """The row strides the tiled path is given: 0 for a lone row with LONE_VEC (divisible by
+    16 as Triton specializes it: the head's accesses become vectors; row 0 never uses them)."""
+    return (0, 0) if LONE_VEC and rows == 1 else (x.stride(0), y.stride(0))
+
+
 def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
     bytes with one stride (a row's body is aligned in both)."""
@@ -693,8 +704,9 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         bc, bt = _head_tail(cols)
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
+        sx, sy = _strides(rows, x, y)
         _softmax_tile[(_programs(ntiles, x.device),)](
-            x, y, rows, cols, x.stride(0), y.stride(0), ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
+            x, y, rows, cols, sx, sy, ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=warps,
