@@ -40,14 +40,20 @@ _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for e
 # that remembers every stream it makes, and after every call of the candidate the current stream
 # waits for each of them that still has work (`_joined`). So the end event of a timed call comes
 # after whatever the call left on a side stream: forgetting to join, or not joining on purpose,
-# is timed, not hidden. Work started on a side stream before the start event queues behind the
-# hold (every SM busy). Raw handles (ExternalStream), torch.Stream and hand-set current streams
-# are refused by the static scan. Bound here, before the candidate exists: the class, its wait,
-# the registry.
+# is timed, not hidden. Work a timed call puts on a side stream waits for its start event
+# (`_fence`; before session 19 it only queued behind the hold's busy SMs, which copies do not).
+# Raw handles (ExternalStream), torch.Stream and hand-set current streams are refused by the
+# static scan. Bound here, before the candidate exists: the class, its waits, the registry.
 _CudaStream = torch.cuda.Stream
 _wait_stream = torch.cuda.Stream.wait_stream
 _stream_done = torch.cuda.Stream.query
 _SIDE_STREAMS: dict[tuple[int, int], Any] = {}  # (device, stream id) -> a stream the candidate made
+# ... and, during a timed call, every side stream waits for its start event (`_fence`): the hold
+# keeps the SMs busy but not the copy engines, so a side stream that does not wait on the timed
+# one could move data (x to the host, a CPU's result back) before the clock starts
+# (tests/gpu/cpu_offload.py). A stream made during the call waits for it from birth.
+_wait_event = torch.cuda.Stream.wait_event
+_FENCE: list[Any] = [None]  # the running timed call's start event, or None
 
 
 class _TrackedStream(_CudaStream):
@@ -59,6 +65,8 @@ class _TrackedStream(_CudaStream):
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         stream = super().__new__(cls, *args, **kwargs)
         _SIDE_STREAMS[(stream.device_index, stream.stream_id)] = stream
+        if _FENCE[0] is not None:  # made during a timed call: nothing before its clock starts
+            _wait_event(stream, _FENCE[0])
         return stream
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -71,6 +79,16 @@ def _track_side_streams() -> list[tuple[Any, str]]:
     torch.cuda.Stream = _TrackedStream
     torch.cuda.streams.Stream = _TrackedStream
     return [(torch.cuda, "Stream"), (torch.cuda.streams, "Stream")]
+
+
+def _fence(start: Any) -> None:
+    """A timed call's side streams wait for its start event: work the candidate puts on one
+    (copies included, which the hold's busy SMs do not stop) runs inside the clock. Streams made
+    during the call wait from birth (`_TrackedStream`); `_FENCE` is cleared when the call
+    returns."""
+    _FENCE[0] = start
+    for stream in list(_SIDE_STREAMS.values()):
+        _wait_event(stream, start)
 
 
 def _joined(kernel: Any, device: torch.device) -> Any:
@@ -616,12 +634,15 @@ class Arena:
         flushed = self._before_timed(float(len(inp)))
         h_held = _perf_ns()  # the hold is launched: from here on the slack runs down
         start.record()
+        _fence(start)
         self._armed(flushed)
         h0 = _perf_ns()
         try:
             out = fn(*inp)
         except BaseException as exc:  # noqa: BLE001
             raise CallFailed(*_classify(exc)) from None
+        finally:
+            _FENCE[0] = None
         h_ret = _perf_ns()
         end.record()
         if self.slack_us and _event_query is not None and _event_query(start):

@@ -5,10 +5,12 @@ gets only a decoy copy (about a softmax's bytes, just above the floor). Since se
 hold stretches with the candidate's host time (up to 2 ms), so this fits inside the slack at
 small and medium shapes.
 
-Defense: the `host-bound` flag fires on host time past the base slack (200 us) even beside a
-tiny GPU time, so the result says what it is; at shapes whose host path outlasts the 2 ms hold
-the clock catches the rest. Expected on a GPU: flagged host-bound at every timed shape it cheats
-on. Honest for the first HONEST calls of each shape (verification writes fresh inputs just
+Defense (session 19): during a timed call every side stream waits for the start event
+(`arena._fence`; a stream made during the call waits from birth), so the copy to the host, the
+CPU's softmax and the copy back all run inside the clock: the call is timed at what it costs.
+Before that, only the `host-bound` flag (host time past the base slack, 200 us, beside a tiny GPU
+time) said what the result was. Expected on a GPU: far slower than the honest seed, and
+host-bound. Honest for the first HONEST calls of each shape (verification writes fresh inputs just
 before the call, which a side stream that does not wait would read unwritten)."""
 
 import torch
