@@ -652,3 +652,25 @@ def test_a_lone_row_is_given_zero_strides_and_matches(monkeypatch, task, dtype):
     monkeypatch.setattr(module, "LONE_VEC", False)
     run_and_check(task, 1, 4099, dtype)
     assert seen[-1] == (4099, 4099)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_tail_folded_into_a_head_wide_tile_matches(monkeypatch, task, dtype):
+    """TAIL_FOLD on a 132-SM GPU (the interpreter's count replaced): launches of fewer tiles
+    than SMs with a head and a tail (4099 = 4096 + 3, 257, 3 rows of 17) load the tail as a tile
+    as wide as the head, masked past the row, and reduce both at once (FOLD); 2000 rows of 17
+    (250 tiles) keep two reductions, and rows of a power of two (64) have no tail to fold. With LONE_VEC
+    and, for RMSNorm, W_EARLY too (the loads they move)."""
+    module = SEEDS[task]
+    monkeypatch.setitem(module._SMS, torch.device("cpu"), 132)
+    monkeypatch.setattr(module, "TAIL_FOLD", True)
+    monkeypatch.setattr(module, "LONE_VEC", True)
+    if task == "rmsnorm":
+        monkeypatch.setattr(module, "W_EARLY", True)
+    seen = []
+    name = f"_{task}_tile"
+    monkeypatch.setattr(module, name, Spy(getattr(module, name), "t", seen, "FOLD"))
+    for rows, cols in [(1, 4099), (1, 257), (3, 17), (2000, 17), (2, 64)]:
+        run_and_check(task, rows, cols, dtype)
+    assert seen == [True, True, True, False, False]

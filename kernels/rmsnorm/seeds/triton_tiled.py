@@ -57,6 +57,7 @@ TUNABLES = {
     "W_EARLY": [False, True],
     "LOOP_UNROLL": [0, 4],
     "LONE_VEC": [False, True],
+    "TAIL_FOLD": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -152,6 +153,10 @@ W_EARLY = False  # tiled path with fewer tiles than SMs (1 x 4099, 3 x 17): the 
 # 4099 f32 launch: 17 LDG of x, the reduction's barriers, then the weight's 5 LDG; with it the
 # weight's loads come before the barriers, 40 registers either way at bf16). Not yet measured
 # (session 18).
+TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1 x 4099): the
+# tail is a tile as wide as the head, masked past the row, so each reduction covers head and
+# tail at once (a lone row is latency: each cross-warp reduction is two barriers). Not yet
+# measured.
 LONE_VEC = False  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
 # Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
 # 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
@@ -222,20 +227,22 @@ def _rmsnorm_tile_rows(
 def _rmsnorm_head_tail(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr, WE: tl.constexpr,
+    BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
     power of two (257 = 256 + 1), which a next_pow2 tile pads to twice their length, so half its
     lanes load, multiply and store nothing. WE (W_EARLY): the weight is loaded before the
-    reduction."""
+    reduction. FOLD (TAIL_FOLD): the tail is a tile as wide as the head (masked past the row), so
+    the sum of squares is one reduction over both instead of two."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
+    TW: tl.constexpr = BC if FOLD else BT
     r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
-    ct = BC + tl.arange(0, BT)
+    ct = BC + tl.arange(0, TW)
     rmask = r[:, None] < rows
     tmask = rmask & (ct[None, :] < cols)
     xrow = x_ptr + r[:, None] * stride_x
@@ -244,7 +251,11 @@ def _rmsnorm_head_tail(
     if WE:
         wh = tl.load(w_ptr + c).to(tl.float32)
         wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt((tl.sum(xh * xh, axis=1) + tl.sum(xt * xt, axis=1)) / cols + eps)
+    if FOLD:
+        ss = tl.sum(xh * xh + xt * xt, axis=1)
+    else:
+        ss = tl.sum(xh * xh, axis=1) + tl.sum(xt * xt, axis=1)
+    rstd = tl.rsqrt(ss / cols + eps)
     if not WE:
         wh = tl.load(w_ptr + c).to(tl.float32)
         wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
@@ -260,7 +271,7 @@ def _rmsnorm_head_tail(
 def _rmsnorm_tile(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
-    AL: tl.constexpr, BT: tl.constexpr, WE: tl.constexpr,
+    AL: tl.constexpr, BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
@@ -269,7 +280,7 @@ def _rmsnorm_tile(
         if BT > 0:  # HEAD_TAIL
             _rmsnorm_head_tail(
                 x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
-                BT, WE,
+                BT, WE, FOLD,
             )  # fmt: skip
         else:
             _rmsnorm_tile_rows(
@@ -770,7 +781,8 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             x, weight, y, rows, cols, sx, sy, EPS, ntiles,
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al, BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-            WE=bool(W_EARLY) and ntiles < _sm_count(x.device), num_warps=warps,
+            WE=bool(W_EARLY) and ntiles < _sm_count(x.device),
+            FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device), num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):

@@ -57,6 +57,7 @@ TUNABLES = {
     "CHUNK_VEC": [False, True],
     "PDL_EARLY": [False, True],
     "LONE_VEC": [False, True],
+    "TAIL_FOLD": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -141,6 +142,10 @@ PDL_EARLY = False  # split path: the apply kernel loads its chunk of x before it
 # statistics kernel (x is an input, not that kernel's output), so with PDL the loads overlap it
 # (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (44 registers against
 # 32). CPU-tested, not yet measured (session 18: no device time left).
+TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1 x 4099): the
+# tail is a tile as wide as the head, masked past the row, so each reduction covers head and
+# tail at once (a lone row is latency: each cross-warp reduction is two barriers). Not yet
+# measured.
 LONE_VEC = False  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
 # Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
 # 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
@@ -203,19 +208,22 @@ def _softmax_tile_rows(
 def _softmax_head_tail(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr,
+    BT: tl.constexpr, FOLD: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
     power of two (257 = 256 + 1), which a next_pow2 tile pads to twice their length, so half its
-    lanes load, exponentiate and store nothing. Divides once per row."""
+    lanes load, exponentiate and store nothing. Divides once per row. FOLD (TAIL_FOLD): the tail
+    is a tile as wide as the head (masked past the row), so each of the max and the sum is one
+    reduction over both instead of two (half the cross-warp barriers)."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
         stride_y = stride_y // AL * AL
+    TW: tl.constexpr = BC if FOLD else BT
     r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
-    ct = BC + tl.arange(0, BT)
+    ct = BC + tl.arange(0, TW)
     rmask = r[:, None] < rows
     tmask = rmask & (ct[None, :] < cols)
     xrow = x_ptr + r[:, None] * stride_x
@@ -223,11 +231,17 @@ def _softmax_head_tail(
     xt = tl.load(xrow + ct[None, :], mask=tmask, other=-float("inf"), eviction_policy=EV)
     xh = xh.to(tl.float32)
     xt = xt.to(tl.float32)
-    m = tl.maximum(tl.max(xh, axis=1), tl.max(xt, axis=1))
+    if FOLD:
+        m = tl.max(tl.maximum(xh, xt), axis=1)
+    else:
+        m = tl.maximum(tl.max(xh, axis=1), tl.max(xt, axis=1))
     m = tl.where(m == -float("inf"), 0.0, m)  # padding rows: keep exp finite (not stored)
     eh = tl.exp(xh - m[:, None])
     et = tl.exp(xt - m[:, None])
-    den = tl.sum(eh, axis=1) + tl.sum(et, axis=1)
+    if FOLD:
+        den = tl.sum(eh + et, axis=1)
+    else:
+        den = tl.sum(eh, axis=1) + tl.sum(et, axis=1)
     inv = 1.0 / tl.where(den == 0.0, 1.0, den)
     yrow = y_ptr + r[:, None] * stride_y
     ty = y_ptr.dtype.element_ty
@@ -343,7 +357,7 @@ def _softmax_loop(
 def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
-    AL: tl.constexpr, BT: tl.constexpr,
+    AL: tl.constexpr, BT: tl.constexpr, FOLD: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
@@ -351,7 +365,7 @@ def _softmax_tile(
     for t in range(start, ntiles if LOOP else start + 1, step):
         if BT > 0:  # HEAD_TAIL
             _softmax_head_tail(
-                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT
+                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD
             )  # fmt: skip
         else:
             _softmax_tile_rows(
@@ -707,7 +721,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         sx, sy = _strides(rows, x, y)
         _softmax_tile[(_programs(ntiles, x.device),)](
             x, y, rows, cols, sx, sy, ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
-            BT=bt,
+            BT=bt, FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             num_warps=warps,
         )  # fmt: skip
