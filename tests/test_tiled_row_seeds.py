@@ -261,6 +261,7 @@ def test_rmsnorm_rows_past_the_whole_row_walked_by_persistent_programs_match(
     monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
     monkeypatch.setattr(module, "WIDE_LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "WIDE_LOOP_MAX_COLS", 512)
+    monkeypatch.setattr(module, "WIDE_LOOP_PERSIST", 2)
     launched, grids = [], []
     for name in ("_rmsnorm_loop", "_chunk_sumsq"):
         monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched, grids=grids))
@@ -473,13 +474,17 @@ def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkey
 
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
-    row, on by default) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the
-    split path."""
+    row, softmax's default; RMSNorm's, 64 KiB since session 19, leaves it to the unrolled wide
+    loop) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the split path."""
     gpu = GPU
     x = torch.empty(0, dtype=torch.bfloat16)
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, gpu, 132)
-        assert module._whole_row(2048, 65536, OnGpu(2))  # the default: 131072
+    assert not SEEDS["rmsnorm"]._whole_row(2048, 65536, OnGpu(2))  # its default: 65536
+    assert SEEDS["rmsnorm"]._whole_row(2048, 32768, OnGpu(2))
+    for module in SEEDS.values():
+        monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 131072)
+        assert module._whole_row(2048, 65536, OnGpu(2))
         assert not module._whole_row(17, 131072, OnGpu(2))  # too few rows, and too long
         assert not module._whole_row(2048, 65536, OnGpu(4))  # float32: 256 KiB a row
         assert module._whole_row(200, 65536, x)  # the interpreter: one "SM"
@@ -610,6 +615,7 @@ def test_the_one_launch_split_takes_few_long_rows_that_fit_the_sms(monkeypatch):
         monkeypatch.setitem(module._SMS, gpu, 132)
         monkeypatch.setattr(module, "ROW_SPLIT", True)
         monkeypatch.setattr(module, "ROW_SPLIT_PER_SM", 4)
+        monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 131072)  # the register bound of a chunk
         assert module._row_split(17, 131073, OnGpu(2)) == (8192, 17)
         assert module._row_split(300, 131073, OnGpu(2)) is None  # 528 slots: 1 a row
         monkeypatch.setattr(module, "ROW_SPLIT_PER_SM", 1)
@@ -674,3 +680,33 @@ def test_a_tail_folded_into_a_head_wide_tile_matches(monkeypatch, task, dtype):
     for rows, cols in [(1, 4099), (1, 257), (3, 17), (2000, 17), (2, 64)]:
         run_and_check(task, rows, cols, dtype)
     assert seen == [True, True, True, False, False]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("persist", [0, 2])
+def test_softmax_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, persist):
+    """Softmax's LOOP_UNROLL = 4 with 32-column steps: rows of exactly 2, 3 or 4 steps (64, 96,
+    128 columns) are walked unrolled and unmasked (NB = 2, 3, 4), their running max and sum per
+    group carried from step to step; 256 columns (8 steps) and 100 float32 columns (a ragged
+    last step) keep the runtime loop (NB = 0). Rows with a large max late in the row check the
+    rescaling."""
+    module = SEEDS["softmax"]
+    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
+    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    monkeypatch.setattr(module, "LOOP_PERSIST", persist)
+    seen = []
+    monkeypatch.setattr(module, "_softmax_loop", Spy(module._softmax_loop, "l", seen, "NB"))
+    cases = [(3, 64, 2), (5, 128, 4), (2, 256, 0), (4, 96, 3)]
+    if dtype == "float32":
+        cases.append((3, 100, 0))
+    for rows, cols, nb in cases:
+        run_and_check("softmax", rows, cols, dtype)
+        assert seen[-1] == nb, (rows, cols, seen)
+    # the max in the last step: the first steps' sums must be rescaled, not lost
+    x = torch.randn(4, 128).to(getattr(torch, dtype))
+    x[:, -5] = 30.0
+    ref = torch.softmax(x.double(), -1)
+    assert torch.allclose(module.kernel(x).double(), ref, rtol=2e-2, atol=1e-6)
+    assert seen[-1] == 4

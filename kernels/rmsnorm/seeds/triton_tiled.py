@@ -86,10 +86,13 @@ STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs
 # is touched once; 1-8% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
 # (no tail wave, one launch's worth of programs); slower too (session 5)
-WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this many bytes: one
+WHOLE_ROW_BYTES = 65536  # rows past SINGLE_MAX whose padded length fits this many bytes: one
 # program per row, the row in registers, one read of x (0: off). For 2048 x 65536 bf16, where the
 # split path reads x twice. H200 (session 9, bench/direct.py side by side): 217.5 -> 163.9 us
-# (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%.
+# (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%. 131072 until
+# session 19: 65536 bf16 columns (128 KiB) now take the wide loop, unrolled (LOOP_UNROLL), one
+# program an SM (WIDE_LOOP_PERSIST): 2048 x 65536 bf16 165.3 -> 143.6 us (78.9% -> 90.8% of a
+# copy under the hold, bench/direct.py side by side).
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
 # launch, each row over several co-resident programs that meet at a barrier to add their
@@ -143,24 +146,30 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 # of ~4 us each, where a copy of x takes 8-11 us). H200, bench/direct.py side by side: session
 # 16 (before CHUNK_VEC, 200 calls, both orders) 17 x 131073 f32 14.5 -> 14.5 us, bf16 12.7 ->
 # 12.6; session 17 (with CHUNK_VEC, 300 calls) f32 13.8 -> 12.9, bf16 11.1 -> 10.1: on.
-PDL_EARLY = False  # split path: the apply kernel loads its chunk of x and of the weight before
+PDL_EARLY = True  # split path: the apply kernel loads its chunk of x and of the weight before
 # it waits for the sums kernel (inputs, not that kernel's output), so with PDL the loads overlap
 # it (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (64 registers
-# against 48). CPU-tested, not yet measured (session 18: no device time left).
-W_EARLY = False  # tiled path with fewer tiles than SMs (1 x 4099, 3 x 17): the weight is loaded
+# against 48). H200 (session 19, bench/direct.py --hold, 200 calls, two spellings of each
+# variant): 17 x 131073 bf16 10.2-11.2 -> 9.0-10.0 us (a copy: 9.2), f32 11.6-12.7 -> 11.3-12.3
+# (copy 10.5): on. (Softmax's, the same move, was 10.4 -> 10.3-10.4: off there.)
+W_EARLY = True  # tiled path with fewer tiles than SMs (1 x 4099, 3 x 17): the weight is loaded
 # with x, before the row's reduction, not after it. Few programs find the weight cold (the
 # flush): after the reduction it is a second trip to memory in series (sm_90 SASS of the 1 x
 # 4099 f32 launch: 17 LDG of x, the reduction's barriers, then the weight's 5 LDG; with it the
-# weight's loads come before the barriers, 40 registers either way at bf16). Not yet measured
-# (session 18).
+# weight's loads come before the barriers, 40 registers either way at bf16). H200 (session 19,
+# bench/direct.py --hold, 200 calls), 1 x 4099 with LONE_VEC: f32 4.6 -> 4.4 us, bf16 4.9 ->
+# 4.2 (a copy: 3.6 / 3.8; a Triton copy of the row 3.6, one reduction added 4.2): on.
 TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1 x 4099): the
 # tail is a tile as wide as the head, masked past the row, so each reduction covers head and
-# tail at once (a lone row is latency: each cross-warp reduction is two barriers). Not yet
-# measured.
-LONE_VEC = False  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
+# tail at once (a lone row is latency: each cross-warp reduction is two barriers). Lost on the
+# H200 (session 19, 1 x 4099 f32 with LONE_VEC: 4.8 -> 5.7 us; with W_EARLY 4.4 -> 4.5, bf16
+# 4.2 -> 4.4): the masked tail is scalar and twice the registers. Off.
+LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
 # Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
 # 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
-# thread at f32 instead of 4). Only row 0 exists, so the stride is never used. Not yet measured.
+# thread at f32 instead of 4). Only row 0 exists, so the stride is never used. H200 (session 19,
+# 1 x 4099, with W_EARLY): f32 4.6 -> 4.4 us, bf16 4.4 -> 4.2; alone f32 4.6 -> 4.8 (noise-level),
+# bf16 4.9 -> 4.4: on.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -175,11 +184,14 @@ LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walki
 LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
 # rows in flight together do not all read the same offset (rows of 2**k bytes: one address
 # pattern); 0: every row from its start
-LOOP_UNROLL = 0  # looped paths: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
+LOOP_UNROLL = 4  # looped paths: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
 # unrolled and unmasked (the step count a compile-time constant, as Inductor's shape-specialized
 # kernel has it; 0: off). sm_90 SASS at 8192 bf16 columns, 4096-column steps, 16 warps: two
 # loops of 122 and 63 instructions an iteration, unrolled 256 instructions with no loop;
-# Inductor's kernel (2048-column steps) is 232 with no loop. Unmeasured (session 18).
+# Inductor's kernel (2048-column steps) is 232 with no loop. H200 (session 19, bench/direct.py
+# --hold, side by side with torch.compile): 8192 x 8192 bf16 68.1 -> 67.0 us (compile 67.1), f32
+# 131.2 -> 130.6 (compile 129.6); 2048-column steps 67.5 / 130.8. With the wide loop (below)
+# 2048 x 65536 bf16 192.0 -> 159.7 at two programs an SM, 175.3 -> 143.6 at one: on.
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does not take (f32
 # rows of 65536: 256 KB), up to WIDE_LOOP_MAX_COLS (padded), all on a 16-byte boundary, at
@@ -192,7 +204,8 @@ WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does 
 # 325.9 (softmax's whole row spills there, so its looped path goes first)
 WIDE_LOOP_MAX_COLS = 65536
 WIDE_LOOP_WARPS = 32
-WIDE_LOOP_PERSIST = 2
+WIDE_LOOP_PERSIST = 1  # 2 until session 19: with LOOP_UNROLL one program an SM is faster (2048
+# x 65536 bf16 159.7 -> 143.6 us), and without it too (192.0 -> 175.3)
 EPS = 1e-6  # the task's eps (task.toml)
 
 

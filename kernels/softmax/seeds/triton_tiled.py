@@ -58,6 +58,7 @@ TUNABLES = {
     "PDL_EARLY": [False, True],
     "LONE_VEC": [False, True],
     "TAIL_FOLD": [False, True],
+    "LOOP_UNROLL": [0, 4],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -141,15 +142,19 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 PDL_EARLY = False  # split path: the apply kernel loads its chunk of x before it waits for the
 # statistics kernel (x is an input, not that kernel's output), so with PDL the loads overlap it
 # (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (44 registers against
-# 32). CPU-tested, not yet measured (session 18: no device time left).
+# 32). H200 (session 19, bench/direct.py --hold, 200 calls): 17 x 131073 bf16 10.4 -> 10.3-10.4
+# us, no gain (RMSNorm's gained 1 us): off.
 TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1 x 4099): the
 # tail is a tile as wide as the head, masked past the row, so each reduction covers head and
-# tail at once (a lone row is latency: each cross-warp reduction is two barriers). Not yet
-# measured.
-LONE_VEC = False  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
+# tail at once (a lone row is latency: each cross-warp reduction is two barriers). Lost on the
+# H200 (session 19, 1 x 4099 f32 with LONE_VEC: 4.3 -> 4.9 us): the masked tail is scalar, and
+# twice the exps and registers. Off.
+LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
 # Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
 # 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
-# thread at f32 instead of 4). Only row 0 exists, so the stride is never used. Not yet measured.
+# thread at f32 instead of 4). Only row 0 exists, so the stride is never used. H200 (session 19,
+# bench/direct.py --hold, 200 calls, both orders): 1 x 4099 f32 4.4 -> 4.3 us (a copy: 3.5; a
+# Triton copy of the row 3.6, with a max and a sum 4.3): on.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -163,6 +168,9 @@ LOOP_PERSIST = 2  # that path: 0 = one program a row; k = k programs an SM walki
 LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
 # rows in flight together do not all read the same offset (rows of 2**k bytes: one address
 # pattern); 0: every row from its start
+LOOP_UNROLL = 0  # that path: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
+# unrolled and unmasked (the step count a compile-time constant), so every step's loads can be
+# issued before the first step's arrive (RMSNorm's LOOP_UNROLL). Unmeasured here.
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
@@ -307,7 +315,7 @@ def _walk(c0, nb, sh, BLOCK: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexp
 @triton.jit
 def _softmax_loop(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, BLOCK: tl.constexpr, AL: tl.constexpr,
-    PERSIST: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr,
+    PERSIST: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr, NB: tl.constexpr,
 ):  # fmt: skip
     """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK): a running max per
     group of AL neighbouring columns (one 16-byte vector, so the group's max stays in one
@@ -315,7 +323,9 @@ def _softmax_loop(
     not one an element), combined at the end; then exp(x - M) * (1 / S). With PERSIST
     (LOOP_PERSIST) a fixed set of programs walks the rows, one after another. SKEW (LOOP_SKEW):
     row r starts its walks at step r * SKEW (mod the steps); BACK (LOOP_BACK): the second walk
-    goes backwards, from the steps the first read last (the likeliest still in L2)."""
+    goes backwards, from the steps the first read last (the likeliest still in L2). NB > 0
+    (LOOP_UNROLL): the row is exactly NB full steps, walked unrolled and unmasked, in order (every
+    step's loads can be issued before the first step's arrive)."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -332,25 +342,45 @@ def _softmax_loop(
         yr = y_ptr + row * stride_y
         m = tl.full([BLOCK // G], -float("inf"), tl.float32)
         s = tl.zeros([BLOCK // G], tl.float32)
-        for c0 in range(0, cols, BLOCK):
-            c0 = _walk(c0, nb, sh, BLOCK, SKEW, False)
-            c = c0 + tl.arange(0, BLOCK // G)[:, None] * G + tl.arange(0, G)[None, :]
-            x = tl.load(xr + c, mask=c < cols, other=-float("inf"), eviction_policy="evict_last")
-            x = x.to(tl.float32)
-            m_new = tl.maximum(m, tl.max(x, axis=1))
-            # a group that has seen only padding keeps max -inf and sum 0 (no inf - inf)
-            seen = m_new > -float("inf")
-            e = tl.sum(tl.exp(x - m_new[:, None]), axis=1)
-            s = tl.where(seen, s * tl.exp(m - m_new) + e, 0.0)
-            m = m_new
+        cg = tl.arange(0, BLOCK // G)[:, None] * G + tl.arange(0, G)[None, :]
+        if NB > 0:
+            for i in tl.static_range(NB):
+                x = tl.load(xr + i * BLOCK + cg, eviction_policy="evict_last").to(tl.float32)
+                m, s = _group_update(m, s, x)
+        else:
+            for c0 in range(0, cols, BLOCK):
+                c = _walk(c0, nb, sh, BLOCK, SKEW, False) + cg
+                x = tl.load(
+                    xr + c, mask=c < cols, other=-float("inf"), eviction_policy="evict_last"
+                )
+                m, s = _group_update(m, s, x.to(tl.float32))
         mx = tl.max(m, axis=0)
         inv = 1.0 / tl.sum(tl.where(m > -float("inf"), s * tl.exp(m - mx), 0.0), axis=0)
-        for c0 in range(0, cols, BLOCK):
-            c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
-            mask = c < cols
-            x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
-            y = tl.exp(x.to(tl.float32) - mx) * inv
-            tl.store(yr + c, y.to(y_ptr.dtype.element_ty), mask=mask)
+        ty = y_ptr.dtype.element_ty
+        if NB > 0:
+            for i in tl.static_range(NB):
+                c = i * BLOCK + tl.arange(0, BLOCK)
+                x = tl.load(xr + c, eviction_policy="evict_first")
+                tl.store(yr + c, (tl.exp(x.to(tl.float32) - mx) * inv).to(ty))
+        else:
+            for c0 in range(0, cols, BLOCK):
+                c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
+                mask = c < cols
+                x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
+                y = tl.exp(x.to(tl.float32) - mx) * inv
+                tl.store(yr + c, y.to(ty), mask=mask)
+
+
+@triton.jit
+def _group_update(m, s, x):
+    """The looped walk's running (max, sum of exp(x - max)) per group of columns (a row of x),
+    after one more step x: one exp an element, the sum rescaled when the max grows."""
+    m_new = tl.maximum(m, tl.max(x, axis=1))
+    # a group that has seen only padding keeps max -inf and sum 0 (no inf - inf)
+    seen = m_new > -float("inf")
+    e = tl.sum(tl.exp(x - m_new[:, None]), axis=1)
+    s = tl.where(seen, s * tl.exp(m - m_new) + e, 0.0)
+    return m_new, s
 
 
 @triton.jit
@@ -703,10 +733,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
     if _looped(rows, bc, al, x):
+        block = min(LOOP_BLOCK, bc)
+        whole = cols % block == 0 and cols // block <= LOOP_UNROLL and not (LOOP_SKEW or LOOP_BACK)
         _softmax_loop[(_loop_programs(rows, x.device),)](
-            x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=min(LOOP_BLOCK, bc), AL=al,
+            x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=block, AL=al,
             PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
-            num_warps=LOOP_WARPS,
+            NB=cols // block if whole else 0, num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
