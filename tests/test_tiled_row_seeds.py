@@ -262,6 +262,7 @@ def test_rmsnorm_rows_past_the_whole_row_walked_by_persistent_programs_match(
     monkeypatch.setattr(module, "WIDE_LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "WIDE_LOOP_MAX_COLS", 512)
     monkeypatch.setattr(module, "WIDE_LOOP_PERSIST", 2)
+    monkeypatch.setattr(module, "WIDE_UNROLL_PERSIST", 2)  # 64 columns: two steps, unrolled
     launched, grids = [], []
     for name in ("_rmsnorm_loop", "_chunk_sumsq"):
         monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched, grids=grids))
@@ -710,3 +711,30 @@ def test_softmax_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, p
     ref = torch.softmax(x.double(), -1)
     assert torch.allclose(module.kernel(x).double(), ref, rtol=2e-2, atol=1e-6)
     assert seen[-1] == 4
+
+
+def test_rmsnorm_wide_rows_walked_unrolled_get_their_own_program_count(monkeypatch):
+    """WIDE_UNROLL_PERSIST (1 an SM) for wide rows LOOP_UNROLL unrolls (whole 16384-column steps,
+    at most 4: 65536, 32768 bf16 / f32), WIDE_LOOP_PERSIST (2) for the rest (ragged rows, more
+    steps than it unrolls, or LOOP_UNROLL off); and the launch gets that many programs an SM."""
+    module = SEEDS["rmsnorm"]
+    wp = module._wide_persist
+    assert (module.WIDE_UNROLL_PERSIST, module.WIDE_LOOP_PERSIST, module.LOOP_UNROLL) == (1, 2, 4)
+    assert wp(65536) == 1 and wp(32768) == 1 and wp(16384) == 1
+    assert wp(40000) == 2 and wp(131072) == 2 and wp(0) == 2
+    monkeypatch.setattr(module, "LOOP_UNROLL", 0)
+    assert wp(65536) == 2
+    # the launch: 3 SMs in the interpreter's place, rows of 4 whole 32-column steps
+    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
+    monkeypatch.setitem(module._SMS, torch.device("cpu"), 3)
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+    monkeypatch.setattr(module, "WIDE_LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "WIDE_LOOP_MAX_COLS", 512)
+    launched, grids = [], []
+    monkeypatch.setattr(
+        module, "_rmsnorm_loop", Spy(module._rmsnorm_loop, "l", launched, grids=grids)
+    )
+    run_and_check("rmsnorm", 9, 128, "float32")  # 4 steps: unrolled, 1 an SM
+    run_and_check("rmsnorm", 9, 160, "float32")  # 5 steps: looped, 2 an SM
+    assert grids == [(3,), (6,)]

@@ -58,6 +58,7 @@ TUNABLES = {
     "LOOP_UNROLL": [0, 4],
     "LONE_VEC": [False, True],
     "TAIL_FOLD": [False, True],
+    "WIDE_UNROLL_PERSIST": [1, 2],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -91,7 +92,7 @@ WHOLE_ROW_BYTES = 65536  # rows past SINGLE_MAX whose padded length fits this ma
 # split path reads x twice. H200 (session 9, bench/direct.py side by side): 217.5 -> 163.9 us
 # (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%. 131072 until
 # session 19: 65536 bf16 columns (128 KiB) now take the wide loop, unrolled (LOOP_UNROLL), one
-# program an SM (WIDE_LOOP_PERSIST): 2048 x 65536 bf16 165.3 -> 143.6 us (78.9% -> 90.8% of a
+# program an SM (WIDE_UNROLL_PERSIST): 2048 x 65536 bf16 165.3 -> 143.6 us (78.9% -> 90.8% of a
 # copy under the hold, bench/direct.py side by side).
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
@@ -191,7 +192,7 @@ LOOP_UNROLL = 4  # looped paths: rows of exactly k full steps, k <= LOOP_UNROLL,
 # Inductor's kernel (2048-column steps) is 232 with no loop. H200 (session 19, bench/direct.py
 # --hold, side by side with torch.compile): 8192 x 8192 bf16 68.1 -> 67.0 us (compile 67.1), f32
 # 131.2 -> 130.6 (compile 129.6); 2048-column steps 67.5 / 130.8. With the wide loop (below)
-# 2048 x 65536 bf16 192.0 -> 159.7 at two programs an SM, 175.3 -> 143.6 at one: on.
+# 2048 x 65536 bf16 167.8 -> 159.7 at two programs an SM, 192.0 -> 143.6 at one: on.
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does not take (f32
 # rows of 65536: 256 KB), up to WIDE_LOOP_MAX_COLS (padded), all on a 16-byte boundary, at
@@ -204,8 +205,10 @@ WIDE_LOOP_BLOCK = 16384  # rows past SINGLE_MAX that the whole-row program does 
 # 325.9 (softmax's whole row spills there, so its looped path goes first)
 WIDE_LOOP_MAX_COLS = 65536
 WIDE_LOOP_WARPS = 32
-WIDE_LOOP_PERSIST = 1  # 2 until session 19: with LOOP_UNROLL one program an SM is faster (2048
-# x 65536 bf16 159.7 -> 143.6 us), and without it too (192.0 -> 175.3)
+WIDE_LOOP_PERSIST = 2
+WIDE_UNROLL_PERSIST = 1  # programs an SM of that walk where LOOP_UNROLL unrolls it (rows of
+# whole steps). H200 (session 19, bench/direct.py --hold): 2048 x 65536 bf16 unrolled 159.7 us at
+# two an SM, 143.6 at one; not unrolled, one an SM lost (167.8 at two, 192.0 at one)
 EPS = 1e-6  # the task's eps (task.toml)
 
 
@@ -687,8 +690,12 @@ def _wide_looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
     )
 
 
-def _wide_persist() -> int:
-    return max(1, WIDE_LOOP_PERSIST)
+def _wide_persist(cols: int = 0) -> int:
+    """Programs an SM of the wide loop: WIDE_UNROLL_PERSIST for rows LOOP_UNROLL unrolls (whole
+    WIDE_LOOP_BLOCK steps, at most LOOP_UNROLL of them), else WIDE_LOOP_PERSIST; at least 1."""
+    block = min(WIDE_LOOP_BLOCK, triton.next_power_of_2(max(cols, 1)))  # as `_walk_rows` has it
+    unrolled = cols > 0 and cols % block == 0 and cols // block <= LOOP_UNROLL
+    return max(1, WIDE_UNROLL_PERSIST if unrolled else WIDE_LOOP_PERSIST)
 
 
 def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, back=False):
@@ -806,7 +813,7 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return y
     if _wide_looped(rows, bc, al, x):
         _walk_rows(
-            x, weight, y, rows, cols, al, bc, WIDE_LOOP_BLOCK, WIDE_LOOP_WARPS, _wide_persist()
+            x, weight, y, rows, cols, al, bc, WIDE_LOOP_BLOCK, WIDE_LOOP_WARPS, _wide_persist(cols)
         )
         return y
     if split := _row_split(rows, cols, x):
