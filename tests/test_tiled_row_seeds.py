@@ -475,16 +475,18 @@ def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkey
 
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
-    row, softmax's default; RMSNorm's, 64 KiB since session 19, leaves it to the unrolled wide
-    loop) and leaves 17 rows, f32 rows of 256 KiB, and WHOLE_ROW_BYTES = 0 to the split path."""
+    row; RMSNorm's WHOLE_ROW_MAX_COLS, 32768 since session 19, leaves it to the unrolled wide loop
+    but keeps 32768 f32 columns, 128 KiB too) and leaves 17 rows, f32 rows of 256 KiB, and
+    WHOLE_ROW_BYTES = 0 to the split path."""
     gpu = GPU
     x = torch.empty(0, dtype=torch.bfloat16)
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, gpu, 132)
-    assert not SEEDS["rmsnorm"]._whole_row(2048, 65536, OnGpu(2))  # its default: 65536
-    assert SEEDS["rmsnorm"]._whole_row(2048, 32768, OnGpu(2))
+    rms = SEEDS["rmsnorm"]
+    assert not rms._whole_row(2048, 65536, OnGpu(2)) and not rms._whole_row(2048, 65536, OnGpu(4))
+    assert rms._whole_row(2048, 32768, OnGpu(4)) and rms._whole_row(2048, 32768, OnGpu(2))
+    monkeypatch.setattr(rms, "WHOLE_ROW_MAX_COLS", 65536)
     for module in SEEDS.values():
-        monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 131072)
         assert module._whole_row(2048, 65536, OnGpu(2))
         assert not module._whole_row(17, 131072, OnGpu(2))  # too few rows, and too long
         assert not module._whole_row(2048, 65536, OnGpu(4))  # float32: 256 KiB a row

@@ -47,7 +47,7 @@ TUNABLES = {
     "WHOLE_ROW_BYTES": [0, 65536, 131072],
     "SHORT_ROW_TILE": [0, 512, 1024, 2048],
     "ROW_SPLIT": [False, True],
-    "LOOP_BLOCK": [4096, 0, 2048],
+    "LOOP_BLOCK": [8192, 4096, 0, 2048],
     "LOOP_WARPS": [16, 8],
     "HEAD_TAIL": [True, False],
     "ROW_VEC": [True, False],
@@ -87,13 +87,16 @@ STREAMING = False  # tiled path: loads marked evict-first, stores streaming (.cs
 # is touched once; 1-8% slower on the H200 benchmark set (session 5)
 PERSIST = 0  # tiled path: 0 = one program per tile; k = k programs per SM looping over the tiles
 # (no tail wave, one launch's worth of programs); slower too (session 5)
-WHOLE_ROW_BYTES = 65536  # rows past SINGLE_MAX whose padded length fits this many bytes: one
+WHOLE_ROW_BYTES = 131072  # rows past SINGLE_MAX whose padded length fits this many bytes: one
 # program per row, the row in registers, one read of x (0: off). For 2048 x 65536 bf16, where the
 # split path reads x twice. H200 (session 9, bench/direct.py side by side): 217.5 -> 163.9 us
-# (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%. 131072 until
-# session 19: 65536 bf16 columns (128 KiB) now take the wide loop, unrolled (LOOP_UNROLL), one
-# program an SM (WIDE_UNROLL_PERSIST): 2048 x 65536 bf16 165.3 -> 143.6 us (78.9% -> 90.8% of a
-# copy under the hold, bench/direct.py side by side).
+# (58.1% -> 77.1% of the copy roofline); the other benchmark shapes within 0.3%. Since session
+# 19 at most WHOLE_ROW_MAX_COLS padded columns too: 65536 bf16 columns (128 KiB) take the wide
+# loop, unrolled (LOOP_UNROLL), one program an SM (WIDE_UNROLL_PERSIST): 2048 x 65536 bf16 165.3
+# -> 143.6 us (78.9% -> 90.8% of a copy under the hold, bench/direct.py side by side; call 2:
+# 163.4 -> 143.4), 2048 x 40000 bf16 (not unrolled) 114.6 -> 103.3; but 32768 f32 columns (128
+# KiB too) stay whole: 134.8 against 139.7 in the unrolled wide loop.
+WHOLE_ROW_MAX_COLS = 32768
 WHOLE_ROW_WARPS = 32  # warps of such a program (1,024 threads: at most 64 registers each)
 ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x 131073): ONE
 # launch, each row over several co-resident programs that meet at a barrier to add their
@@ -118,7 +121,7 @@ ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program reside
 # one persistent program an SM that prefetches its next row into L2 (`prefetch.global.L2::
 # evict_last`, no registers) before working on this one: 163.5 -> 196.0 us (slower; the
 # one-a-row launch keeps a program starting on every SM the moment one ends).
-LOOP_BLOCK = 4096  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start
+LOOP_BLOCK = 8192  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns whose rows all start
 # on a 16-byte boundary: one program a row of LOOP_WARPS warps that walks it twice in
 # LOOP_BLOCK-column steps (`_rmsnorm_loop`): the sum of squares, then x * rstd * weight, the
 # second read mostly from L2 (the row was just read; loads of the first pass evict-last, of the
@@ -127,7 +130,10 @@ LOOP_BLOCK = 4096  # rows of LOOP_MIN_COLS to LOOP_MAX_COLS (padded) columns who
 # 94.5% of the copy roofline; torch.compile 67.7), f32 134.8 -> 131.0 (torch.compile 129.5);
 # but rows that start off a vector boundary lose (7777 x 8191 bf16 100.9 -> 145.5, f32 147.2 ->
 # 166.9: scalar loads, walked twice), as do 3000-column rows (4099 x 3000 bf16 17.7 -> 24.4);
-# 2048-column steps and 4-8 warps were slower at 8192 (69.4-81.3 us bf16, 155-189 f32)
+# 2048-column steps and 4-8 warps were slower at 8192 (69.4-81.3 us bf16, 155-189 f32). 4096
+# until session 19: with LOOP_UNROLL, one 8192-column step (the row's loads all at once, 16
+# warps, the evict hints) was 66.6 -> 66.4 us bf16, 130.1 -> 128.8 f32 (torch.compile 66.7 /
+# 128.9; H200, bench/direct.py --hold side by side, session 19 call 2); 32 warps 90.9 / 128.2
 HEAD_TAIL = True  # tiled path, rows just past a power of two h (h + at most h // 4 columns):
 # a head tile of h columns with no column masked and a narrow tail tile for the rest
 # (`_rmsnorm_head_tail`), instead of one tile of 2h columns, half of it padding (257 columns:
@@ -767,8 +773,13 @@ def _chunk(x: torch.Tensor) -> int:
 
 
 def _whole_row(rows: int, bc: int, x: torch.Tensor) -> bool:
-    """A row past SINGLE_MAX in one program (WHOLE_ROW_BYTES): it fits, and rows fill the SMs."""
-    return bc * x.element_size() <= WHOLE_ROW_BYTES and rows >= _sm_count(x.device)
+    """A row past SINGLE_MAX in one program (WHOLE_ROW_BYTES, WHOLE_ROW_MAX_COLS): it fits, and
+    rows fill the SMs."""
+    return (
+        bc * x.element_size() <= WHOLE_ROW_BYTES
+        and bc <= WHOLE_ROW_MAX_COLS
+        and rows >= _sm_count(x.device)
+    )
 
 
 def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -163,14 +163,19 @@ CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131
 LOOP_MIN_COLS = 65536
 LOOP_MAX_COLS = 65536
 LOOP_WARPS = 32
-LOOP_PERSIST = 2  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
-# at most k rows an SM are between their two passes (what the second pass needs from L2)
+LOOP_PERSIST = 0  # that path: 0 = one program a row; k = k programs an SM walking the rows, so
+# at most k rows an SM are between their two passes (what the second pass needs from L2). 2
+# until session 19: with LOOP_UNROLL one program a row is faster (below)
 LOOP_SKEW = 0  # that path: row r starts its walks at step r * LOOP_SKEW (mod its steps), so
 # rows in flight together do not all read the same offset (rows of 2**k bytes: one address
 # pattern); 0: every row from its start
-LOOP_UNROLL = 0  # that path: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
+LOOP_UNROLL = 4  # that path: rows of exactly k full steps, k <= LOOP_UNROLL, are walked
 # unrolled and unmasked (the step count a compile-time constant), so every step's loads can be
-# issued before the first step's arrive (RMSNorm's LOOP_UNROLL). Unmeasured here.
+# issued before the first step's arrive (RMSNorm's LOOP_UNROLL). H200 (session 19, bench/direct.py
+# --hold side by side), 2048 x 65536: bf16 163.9 -> 146.1 us with one program a row (162.0 at
+# two an SM, 177.0 at one; one a row not unrolled 153.8), f32 302.1 -> 290.8 (copy 128.6 /
+# 256.0); the harness's --final (call 2): 146.08 (bf16). 8192-column steps (8 of them)
+# lost (166.0-178.7). On, 4, with LOOP_PERSIST = 0.
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
