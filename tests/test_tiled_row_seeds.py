@@ -422,6 +422,29 @@ def test_rmsnorm_weight_loaded_before_the_reduction_matches(monkeypatch, dtype):
     assert seen[-1] is False
 
 
+def walk_unrolled(monkeypatch, task: str, dtype: str, persist: int) -> list:
+    """LOOP_UNROLL = 4 with 32-column steps on `task`'s looped path (LOOP_PERSIST = persist):
+    rows of exactly 2, 3 or 4 steps must launch with NB = 2, 3, 4, rows of 8 steps and (f32) a
+    ragged last step with NB = 0, and all match. Returns the NB of every launch, in order (the
+    Spy stays in place for the caller's further cases)."""
+    module = SEEDS[task]
+    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
+    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    monkeypatch.setattr(module, "LOOP_PERSIST", persist)
+    seen: list = []
+    name = f"_{task}_loop"
+    monkeypatch.setattr(module, name, Spy(getattr(module, name), "l", seen, "NB"))
+    cases = [(3, 64, 2), (5, 128, 4), (2, 256, 0), (4, 96, 3)]
+    if dtype == "float32":
+        cases.append((3, 100, 0))
+    for rows, cols, nb in cases:
+        run_and_check(task, rows, cols, dtype)
+        assert seen[-1] == nb, (rows, cols, seen)
+    return seen
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("persist", [0, 2])
 def test_rmsnorm_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, persist):
@@ -430,19 +453,7 @@ def test_rmsnorm_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, p
     100 float32 columns (a ragged last step) keep the runtime loop (NB = 0). The wide loop (past
     SINGLE_MAX = 16, WIDE_LOOP_BLOCK = 32) unrolls the same way."""
     module = SEEDS["rmsnorm"]
-    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
-    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
-    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
-    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
-    monkeypatch.setattr(module, "LOOP_PERSIST", persist)
-    seen = []
-    monkeypatch.setattr(module, "_rmsnorm_loop", Spy(module._rmsnorm_loop, "l", seen, "NB"))
-    cases = [(3, 64, 2), (5, 128, 4), (2, 256, 0), (4, 96, 3)]
-    if dtype == "float32":
-        cases.append((3, 100, 0))
-    for rows, cols, _ in cases:
-        run_and_check("rmsnorm", rows, cols, dtype)
-    assert seen == [nb for _, _, nb in cases]
+    seen = walk_unrolled(monkeypatch, "rmsnorm", dtype, persist)
     # the wide loop
     seen.clear()
     monkeypatch.setattr(module, "LOOP_BLOCK", 0)
@@ -694,19 +705,7 @@ def test_softmax_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, p
     last step) keep the runtime loop (NB = 0). Rows with a large max late in the row check the
     rescaling."""
     module = SEEDS["softmax"]
-    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
-    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
-    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
-    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
-    monkeypatch.setattr(module, "LOOP_PERSIST", persist)
-    seen = []
-    monkeypatch.setattr(module, "_softmax_loop", Spy(module._softmax_loop, "l", seen, "NB"))
-    cases = [(3, 64, 2), (5, 128, 4), (2, 256, 0), (4, 96, 3)]
-    if dtype == "float32":
-        cases.append((3, 100, 0))
-    for rows, cols, nb in cases:
-        run_and_check("softmax", rows, cols, dtype)
-        assert seen[-1] == nb, (rows, cols, seen)
+    seen = walk_unrolled(monkeypatch, "softmax", dtype, persist)
     # the max in the last step: the first steps' sums must be rescaled, not lost
     x = torch.randn(4, 128).to(getattr(torch, dtype))
     x[:, -5] = 30.0
