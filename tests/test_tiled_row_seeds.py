@@ -278,7 +278,8 @@ def test_the_looped_path_rule(monkeypatch):
     """The looped path's rule on a 132-SM GPU, with rows of 16384 to 65536 padded columns
     looped: 2048 x 65536 bf16 and 1024 x 32768 f32 take it; rows off a 16-byte boundary, rows
     outside the range and, persistent, fewer rows than SMs do not (one row a program would
-    leave SMs idle); not persistent, any row count does; LOOP_BLOCK = 0 is off."""
+    leave SMs idle); not persistent, any row count does, except softmax's rows past SINGLE_MAX
+    (the split path spreads few of them over the SMs); LOOP_BLOCK = 0 is off."""
     cpu = torch.device("cpu")
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, cpu, 132)
@@ -295,6 +296,9 @@ def test_the_looped_path_rule(monkeypatch):
         assert not looped(131, 65536, 8, bf)  # fewer rows than SMs
         assert not looped(17, 65536, 8, bf)
         monkeypatch.setattr(module, "LOOP_PERSIST", 0)
+        if module is SEEDS["softmax"]:  # past SINGLE_MAX few rows go to the split path anyway
+            assert not looped(17, 65536, 8, bf)
+            monkeypatch.setattr(module, "SINGLE_MAX", 65536)
         assert looped(17, 65536, 8, bf)
         monkeypatch.setattr(module, "LOOP_BLOCK", 0)
         assert not looped(2048, 65536, 8, bf)
@@ -739,3 +743,15 @@ def test_rmsnorm_wide_rows_walked_unrolled_get_their_own_program_count(monkeypat
     run_and_check("rmsnorm", 9, 128, "float32")  # 4 steps: unrolled, 1 an SM
     run_and_check("rmsnorm", 9, 160, "float32")  # 5 steps: looped, 2 an SM
     assert grids == [(3,), (6,)]
+
+
+def test_softmax_leaves_few_wide_rows_to_the_split_path(monkeypatch):
+    """On an H200 (132 SMs), with one looped program a row (LOOP_PERSIST = 0, the default since
+    session 19): 2048 rows of 65536 take the looped walk, 17 rows of 65536 do not (17 programs
+    would leave most SMs idle; the split path spreads each row over several)."""
+    module = SEEDS["softmax"]
+    monkeypatch.setitem(module._SMS, GPU, 132)
+    assert module.LOOP_PERSIST == 0
+    assert module._looped(2048, 65536, 8, OnGpu(2))
+    assert module._looped(132, 65536, 4, OnGpu(4))
+    assert not module._looped(17, 65536, 8, OnGpu(2))

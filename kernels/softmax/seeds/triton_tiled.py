@@ -662,13 +662,14 @@ def _sm_count(device: torch.device) -> int:
 
 def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
     """The looped path (LOOP_BLOCK): rows of LOOP_MIN_COLS to LOOP_MAX_COLS padded columns that
-    all start on a 16-byte boundary, and with LOOP_PERSIST at least as many rows as SMs (fewer
-    would leave SMs idle: the split path spreads a row over several)."""
+    all start on a 16-byte boundary, and with LOOP_PERSIST or past SINGLE_MAX at least as many
+    rows as SMs (fewer would leave SMs idle: the split path spreads a row over several)."""
+    few = rows < _sm_count(x.device)
     return (
         bool(LOOP_BLOCK)
         and LOOP_MIN_COLS <= bc <= LOOP_MAX_COLS
         and al * x.element_size() == 16
-        and (not LOOP_PERSIST or rows >= _sm_count(x.device))
+        and not (few and (LOOP_PERSIST or bc > SINGLE_MAX))
     )
 
 
