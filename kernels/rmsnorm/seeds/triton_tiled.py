@@ -700,8 +700,16 @@ def _wide_persist(cols: int = 0) -> int:
     """Programs an SM of the wide loop: WIDE_UNROLL_PERSIST for rows LOOP_UNROLL unrolls (whole
     WIDE_LOOP_BLOCK steps, at most LOOP_UNROLL of them), else WIDE_LOOP_PERSIST; at least 1."""
     block = min(WIDE_LOOP_BLOCK, triton.next_power_of_2(max(cols, 1)))  # as `_walk_rows` has it
-    unrolled = cols > 0 and cols % block == 0 and cols // block <= LOOP_UNROLL
-    return max(1, WIDE_UNROLL_PERSIST if unrolled else WIDE_LOOP_PERSIST)
+    return max(1, WIDE_UNROLL_PERSIST if _unrolled(cols, block) else WIDE_LOOP_PERSIST)
+
+
+def _unrolled(cols: int, block: int, ordered: bool = True) -> int:
+    """NB of `_rmsnorm_loop`: the steps of a row LOOP_UNROLL walks unrolled (whole block-column
+    steps, at most LOOP_UNROLL, walked in order), else 0 (and for a walk that is off, block 0)."""
+    if block <= 0:
+        return 0
+    nb = cols // block
+    return nb if ordered and cols % block == 0 and nb <= LOOP_UNROLL else 0
 
 
 def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, back=False):
@@ -710,8 +718,7 @@ def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, 
     (so not with skew or back)."""
     programs = min(rows, persist * _sm_count(x.device)) if persist else rows
     block = min(block, bc)
-    whole = cols % block == 0 and cols // block <= LOOP_UNROLL and not (skew or back)
-    nb = cols // block if whole else 0
+    nb = _unrolled(cols, block, ordered=not (skew or back))
     _rmsnorm_loop[(programs,)](
         x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS, BLOCK=block, AL=al,
         PERSIST=bool(persist), SKEW=skew, BACK=bool(back), NB=nb, num_warps=warps,

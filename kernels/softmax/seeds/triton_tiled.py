@@ -740,11 +740,13 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     bc = triton.next_power_of_2(cols)
     if _looped(rows, bc, al, x):
         block = min(LOOP_BLOCK, bc)
-        whole = cols % block == 0 and cols // block <= LOOP_UNROLL and not (LOOP_SKEW or LOOP_BACK)
+        nb = cols // block
+        if cols % block or nb > LOOP_UNROLL or LOOP_SKEW or LOOP_BACK:
+            nb = 0  # LOOP_UNROLL walks only rows of whole steps, in order
         _softmax_loop[(_loop_programs(rows, x.device),)](
             x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=block, AL=al,
             PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
-            NB=cols // block if whole else 0, num_warps=LOOP_WARPS,
+            NB=nb, num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
