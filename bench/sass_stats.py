@@ -113,6 +113,15 @@ def loops(sass: str) -> list[dict]:
     return out
 
 
+def whole(sass: str) -> dict:
+    """The counts of `loops` over the whole kernel (a kernel with no loop still has a row)."""
+    body = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass)]
+    row = {"start": "all", "end": ""}
+    for key, op in COUNT.items():
+        row[key] = len(body) if op is None else sum(op in i for i in body)
+    return row
+
+
 def memory_widths(sass: str) -> dict[str, int]:
     """Global loads and stores by opcode with its width suffix (LDG.E.128 is a 16-byte vector
     load, LDG.E.U16 a 2-byte one): whether a kernel's accesses were vectorized."""
@@ -159,13 +168,15 @@ def main() -> None:
     if widths:
         print("global memory: " + ", ".join(f"{k} x{v}" for k, v in widths.items()))
     print("loop            " + " ".join(f"{c:>12s}" for c in COUNT))
-    for row in found:
+    for row in [whole(sass), *found]:
         print(f"{row['start']}-{row['end']:<8s} " + " ".join(f"{row[c]:12d}" for c in COUNT))
     if args.ptx:
         args.ptx.write_text(k.asm["ptx"])
     if args.json:
         args.json.write_text(
-            json.dumps({"resources": res, "loops": found, "memory": widths}, indent=1)
+            json.dumps(
+                {"resources": res, "all": whole(sass), "loops": found, "memory": widths}, indent=1
+            )
         )
 
 

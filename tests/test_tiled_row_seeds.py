@@ -755,3 +755,50 @@ def test_softmax_leaves_few_wide_rows_to_the_split_path(monkeypatch):
     assert module._looped(2048, 65536, 8, OnGpu(2))
     assert module._looped(132, 65536, 4, OnGpu(4))
     assert not module._looped(17, 65536, 8, OnGpu(2))
+
+
+# (name, monkeypatched constants, (rows, cols), launch expected): one case per softmax path
+FAR_PATHS = [
+    ("tile", {}, (3, 17), "_softmax_tile"),
+    ("head_tail", {}, (1, 257), "_softmax_tile"),
+    ("row_vec", {}, (2, 2049), "_softmax_row_vec"),
+    (
+        "loop",
+        {"LOOP_BLOCK": 32, "LOOP_MIN_COLS": 64, "LOOP_MAX_COLS": 512},
+        (2, 64),
+        "_softmax_loop",
+    ),
+    ("split", {"WHOLE_ROW_BYTES": 0, "SINGLE_MAX": 16, "CHUNK": 16}, (2, 100), "_chunk_apply"),
+    ("whole_row", {"SINGLE_MAX": 16, "WHOLE_ROW_BYTES": 4096}, (2, 100), "_softmax_whole_row"),
+]
+
+
+@pytest.mark.parametrize("exp2", [True, False])
+@pytest.mark.parametrize(
+    ("path", "consts", "shape", "launch"), FAR_PATHS, ids=[p[0] for p in FAR_PATHS]
+)
+def test_softmax_rows_far_from_zero_keep_float32_accuracy(
+    monkeypatch, path, consts, shape, launch, exp2
+):
+    """Rows offset by +-2000 (the task's inputs go to +-100): every softmax path forms x - max
+    before it scales by log2 e (EXP2, `_exp`) or calls exp, so the max's size costs no digits.
+    x log2 e - max log2 e would round max log2 e (~2900: 2.4e-4 a unit in the last place) and
+    miss float32's 1e-5 relative tolerance by 10x; the whole-row kernel wrote its second exp so
+    until session 20. The one-launch split row (ROW_SPLIT, GPU only) too, one program a row."""
+    module, t, ref = SEEDS["softmax"], TASKS["softmax"], REFS["softmax"]
+    monkeypatch.setattr(module, "EXP2", exp2)
+    for key, value in consts.items():
+        monkeypatch.setattr(module, key, value)
+    rows, cols = shape
+    (x,) = ref.make_inputs({"rows": rows, "cols": cols, "dtype": "float32"}, 3, "cpu")
+    x += torch.tensor([2000.0, -2000.0, 1500.0])[:rows, None]
+    launched = []
+    monkeypatch.setattr(module, launch, Spy(getattr(module, launch), launch, launched))
+    out = module.kernel(x)
+    assert launched == [launch]
+    ok, metrics = default_check(t, ref, (x,), [out])
+    assert ok, metrics.get("message")
+    if path == "whole_row":  # and the one-launch split row, which shares its second exp
+        y = torch.empty_like(x)
+        ok, metrics = default_check(t, ref, _split_launch("softmax", x, y, 128, 1), [y])
+        assert ok, metrics.get("message")

@@ -59,6 +59,7 @@ TUNABLES = {
     "LONE_VEC": [False, True],
     "TAIL_FOLD": [False, True],
     "LOOP_UNROLL": [0, 4],
+    "EXP2": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -177,6 +178,16 @@ LOOP_UNROLL = 4  # that path: rows of exactly k full steps, k <= LOOP_UNROLL, ar
 # 256.0); the harness's --final (call 2): 146.08 (bf16). 8192-column steps (8 of them)
 # lost (166.0-178.7). On, 4, with LOOP_PERSIST = 0.
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
+EXP2 = True  # tiled, looped and split paths: exp(x - max) as exp2((x - max) log2 e) and a
+# product by 1 / sum instead of a division an element (`_exp`, `_norm`). sm_90 SASS: tl.exp is
+# `ex2.approx.f32`, which keeps subnormal results through a compare and two multiplies around
+# each MUFU.EX2; tl.exp2 compiles to the `.ftz` form, one MUFU.EX2 and nothing else. At 17 x
+# 131073 bf16 (the split path, every SM's exps at once after the loads arrive) the apply kernel
+# was 600 instructions a thread for 32 elements, the statistics kernel 504; with EXP2 432 and
+# 400 (the 8192 bf16 tile 568 -> 408, the 65536 bf16 walk 1416 -> 1000). H200 (session 20,
+# bench/direct.py --hold side by side, 200 calls): 17 x 131073 bf16 9.4 -> 9.0 us (a copy:
+# 7.8), 7777 x 8191 bf16 67.9 -> 65.1 (copy 65.7), 2048 x 65536 bf16 146.4 -> 145.4; 8192^2,
+# 32768 x 1024, 65537 x 257 and 1 x 4099 within 0.2. On.
 # Tried and removed (H200, BENCHMARKS.md session 6): the split path slab by slab so its second
 # read comes from L2 (2.2-7.5x slower at 2048 x 65536), and odd-length rows read through an
 # aligned vector window (0.68-0.78x at 65537 x 257 f32 and 7777 x 8191 bf16).
@@ -187,11 +198,34 @@ LOOP_BACK = False  # that path: the second walk from the row's end back to its s
 
 
 @triton.jit
+def _exp(d, EX: tl.constexpr):
+    """exp(d) for d = x - max <= 0. EX (EXP2): as exp2(d * log2 e), which compiles to one
+    `ex2.approx.ftz.f32`; tl.exp compiles to `ex2.approx.f32`, which keeps subnormal results at
+    the cost of a compare and two multiplies an element around it (sm_90 SASS). A softmax's
+    exps below 2**-126 are zero within any tolerance. d is formed before the scaling (not
+    x log2 e - max log2 e, one FFMA) so a large max does not cost digits: x - max is exact when
+    x is near max."""
+    if EX:
+        return tl.exp2(d * 1.4426950408889634)
+    return tl.exp(d)
+
+
+@triton.jit
+def _norm(e, total, EX: tl.constexpr):
+    """e / total; with EX (EXP2) e * (1 / total): one reciprocal a row, not a division an element
+    (within the tolerance: one rounding more)."""
+    if EX:
+        return e * (1.0 / total)
+    return e / total
+
+
+@triton.jit
 def _softmax_tile_rows(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
+    EX: tl.constexpr,
 ):  # fmt: skip
-    """Tile t: rows t*R .. t*R+R-1."""
+    """Tile t: rows t*R .. t*R+R-1. EX (EXP2): `_exp`'s exp2, and a product by 1 / sum."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -209,10 +243,10 @@ def _softmax_tile_rows(
     x = x.to(tl.float32)
     m = tl.max(x, axis=1)
     m = tl.where(m == -float("inf"), 0.0, m)  # padding rows: keep exp finite (not stored)
-    e = tl.exp(x - m[:, None])
+    e = _exp(x - m[:, None], EX)
     den = tl.sum(e, axis=1)
     den = tl.where(den == 0.0, 1.0, den)  # padding rows again
-    y = e / den[:, None]
+    y = _norm(e, den[:, None], EX)
     yp = y_ptr + r[:, None] * stride_y + c[None, :]
     tl.store(yp, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=CM)
 
@@ -221,7 +255,7 @@ def _softmax_tile_rows(
 def _softmax_head_tail(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr, FOLD: tl.constexpr,
+    BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
@@ -249,8 +283,8 @@ def _softmax_head_tail(
     else:
         m = tl.maximum(tl.max(xh, axis=1), tl.max(xt, axis=1))
     m = tl.where(m == -float("inf"), 0.0, m)  # padding rows: keep exp finite (not stored)
-    eh = tl.exp(xh - m[:, None])
-    et = tl.exp(xt - m[:, None])
+    eh = _exp(xh - m[:, None], EX)
+    et = _exp(xt - m[:, None], EX)
     if FOLD:
         den = tl.sum(eh + et, axis=1)
     else:
@@ -279,7 +313,7 @@ def _body_edges(s0, cols, V: tl.constexpr):
 
 @triton.jit
 def _softmax_row_vec(
-    x_ptr, y_ptr, cols, stride, BC: tl.constexpr, V: tl.constexpr
+    x_ptr, y_ptr, cols, stride, BC: tl.constexpr, V: tl.constexpr, EX: tl.constexpr
 ):  # fmt: skip
     """One row per program for rows that start off a V-element (16-byte) boundary (ROW_VEC):
     the row is its aligned body, read and written as V-element vectors, and at most V - 1
@@ -294,8 +328,8 @@ def _softmax_row_vec(
     xb = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
     xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
     m = tl.maximum(tl.max(xb, axis=0), tl.max(xe, axis=0))
-    eb = tl.exp(xb - m)
-    ee = tl.exp(xe - m)
+    eb = _exp(xb - m, EX)
+    ee = _exp(xe - m, EX)
     inv = 1.0 / (tl.sum(eb, axis=0) + tl.sum(ee, axis=0))
     ty = y_ptr.dtype.element_ty
     tl.store(y_ptr + b0 + c, (eb * inv).to(ty), mask=mb)
@@ -321,6 +355,7 @@ def _walk(c0, nb, sh, BLOCK: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexp
 def _softmax_loop(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, BLOCK: tl.constexpr, AL: tl.constexpr,
     PERSIST: tl.constexpr, SKEW: tl.constexpr, BACK: tl.constexpr, NB: tl.constexpr,
+    EX: tl.constexpr,
 ):  # fmt: skip
     """One row per program, walked twice in BLOCK-column steps (LOOP_BLOCK): a running max per
     group of AL neighbouring columns (one 16-byte vector, so the group's max stays in one
@@ -351,40 +386,40 @@ def _softmax_loop(
         if NB > 0:
             for i in tl.static_range(NB):
                 x = tl.load(xr + i * BLOCK + cg, eviction_policy="evict_last").to(tl.float32)
-                m, s = _group_update(m, s, x)
+                m, s = _group_update(m, s, x, EX)
         else:
             for c0 in range(0, cols, BLOCK):
                 c = _walk(c0, nb, sh, BLOCK, SKEW, False) + cg
                 x = tl.load(
                     xr + c, mask=c < cols, other=-float("inf"), eviction_policy="evict_last"
                 )
-                m, s = _group_update(m, s, x.to(tl.float32))
+                m, s = _group_update(m, s, x.to(tl.float32), EX)
         mx = tl.max(m, axis=0)
-        inv = 1.0 / tl.sum(tl.where(m > -float("inf"), s * tl.exp(m - mx), 0.0), axis=0)
+        inv = 1.0 / tl.sum(tl.where(m > -float("inf"), s * _exp(m - mx, EX), 0.0), axis=0)
         ty = y_ptr.dtype.element_ty
         if NB > 0:
             for i in tl.static_range(NB):
                 c = i * BLOCK + tl.arange(0, BLOCK)
                 x = tl.load(xr + c, eviction_policy="evict_first")
-                tl.store(yr + c, (tl.exp(x.to(tl.float32) - mx) * inv).to(ty))
+                tl.store(yr + c, (_exp(x.to(tl.float32) - mx, EX) * inv).to(ty))
         else:
             for c0 in range(0, cols, BLOCK):
                 c = _walk(c0, nb, sh, BLOCK, SKEW, BACK) + tl.arange(0, BLOCK)
                 mask = c < cols
                 x = tl.load(xr + c, mask=mask, other=0.0, eviction_policy="evict_first")
-                y = tl.exp(x.to(tl.float32) - mx) * inv
+                y = _exp(x.to(tl.float32) - mx, EX) * inv
                 tl.store(yr + c, y.to(ty), mask=mask)
 
 
 @triton.jit
-def _group_update(m, s, x):
+def _group_update(m, s, x, EX: tl.constexpr):
     """The looped walk's running (max, sum of exp(x - max)) per group of columns (a row of x),
     after one more step x: one exp an element, the sum rescaled when the max grows."""
     m_new = tl.maximum(m, tl.max(x, axis=1))
     # a group that has seen only padding keeps max -inf and sum 0 (no inf - inf)
     seen = m_new > -float("inf")
-    e = tl.sum(tl.exp(x - m_new[:, None]), axis=1)
-    s = tl.where(seen, s * tl.exp(m - m_new) + e, 0.0)
+    e = tl.sum(_exp(x - m_new[:, None], EX), axis=1)
+    s = tl.where(seen, s * _exp(m - m_new, EX) + e, 0.0)
     return m_new, s
 
 
@@ -392,7 +427,7 @@ def _group_update(m, s, x):
 def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
-    AL: tl.constexpr, BT: tl.constexpr, FOLD: tl.constexpr,
+    AL: tl.constexpr, BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
@@ -400,18 +435,18 @@ def _softmax_tile(
     for t in range(start, ntiles if LOOP else start + 1, step):
         if BT > 0:  # HEAD_TAIL
             _softmax_head_tail(
-                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD
+                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX
             )  # fmt: skip
         else:
             _softmax_tile_rows(
-                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL
+                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, EX
             )  # fmt: skip
 
 
 @triton.jit
 def _chunk_stats(
     x_ptr, m_ptr, s_ptr, cols, stride_x, nchunks, CHUNK: tl.constexpr, AL: tl.constexpr,
-    PDL: tl.constexpr, V: tl.constexpr,
+    PDL: tl.constexpr, V: tl.constexpr, EX: tl.constexpr,
 ):  # fmt: skip
     """Chunk program_id(1) of row program_id(0): its max and its sum of exp(x - max). V > 0
     (CHUNK_VEC): chunks cut the row's aligned body (as in `_softmax_row_vec`), and chunk 0 also
@@ -431,25 +466,25 @@ def _chunk_stats(
         x = tl.load(x_ptr + b0 + c, mask=c < nb, other=-float("inf")).to(tl.float32)
         xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
         m = tl.maximum(tl.max(x, axis=0), tl.max(xe, axis=0))
-        se = tl.sum(tl.exp(x - m), axis=0) + tl.sum(tl.exp(xe - m), axis=0)
+        se = tl.sum(_exp(x - m, EX), axis=0) + tl.sum(_exp(xe - m, EX), axis=0)
         s = tl.where(m == -float("inf"), 0.0, se)
     else:
         x = tl.load(x_ptr + row * stride_x + c, mask=c < cols, other=-float("inf"))
         x = x.to(tl.float32)
         m = tl.max(x, axis=0)
-        s = tl.where(m == -float("inf"), 0.0, tl.sum(tl.exp(x - m), axis=0))
+        s = tl.where(m == -float("inf"), 0.0, tl.sum(_exp(x - m, EX), axis=0))
     tl.store(m_ptr + row * nchunks + ch, m)
     tl.store(s_ptr + row * nchunks + ch, s)
 
 
 @triton.jit
-def _row_stats(m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr):
+def _row_stats(m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr, EX: tl.constexpr):
     """(M, S) of a row from its chunks' (max, sum of exp(x - max)): the row's max and sum."""
     k = tl.arange(0, NCH)
     mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
     sc = tl.load(s_ptr + row * nchunks + k, mask=k < nchunks, other=0.0)
     big = tl.max(mc, axis=0)
-    total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * tl.exp(mc - big)), axis=0)
+    total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * _exp(mc - big, EX)), axis=0)
     return big, total
 
 
@@ -457,7 +492,7 @@ def _row_stats(m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr):
 def _chunk_apply(
     x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
-    V: tl.constexpr, EARLY: tl.constexpr,
+    V: tl.constexpr, EARLY: tl.constexpr, EX: tl.constexpr,
 ):  # fmt: skip
     """Chunk program_id(1) of row program_id(0): exp(x - M) / S from its row's statistics. V > 0
     (CHUNK_VEC): the chunks of `_chunk_stats` with V, x and y sharing the stride. EARLY
@@ -482,23 +517,23 @@ def _chunk_apply(
             xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
         if PDL:  # launched early: wait until the statistics kernel is done and its stores visible
             gdc_wait()
-        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH)
+        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH, EX)
         if not EARLY:
             x = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
-        tl.store(y_ptr + b0 + c, (tl.exp(x - big) / total).to(ty), mask=mb)
+        tl.store(y_ptr + b0 + c, _norm(_exp(x - big, EX), total, EX).to(ty), mask=mb)
         if not EARLY:
             xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
-        tl.store(y_ptr + s0 + ce, (tl.exp(xe - big) / total).to(ty), mask=me)
+        tl.store(y_ptr + s0 + ce, _norm(_exp(xe - big, EX), total, EX).to(ty), mask=me)
     else:
         mask = c < cols
         if EARLY:
             x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
         if PDL:
             gdc_wait()
-        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH)
+        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH, EX)
         if not EARLY:
             x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
-        y = tl.exp(x.to(tl.float32) - big) / total
+        y = _norm(_exp(x.to(tl.float32) - big, EX), total, EX)
         tl.store(y_ptr + row * stride_y + c, y.to(ty), mask=mask)
 
 
@@ -517,9 +552,11 @@ def _softmax_whole_row(
     xr = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
     m = tl.max(xr.to(tl.float32), axis=0)
     den = tl.sum(tl.exp(xr.to(tl.float32) - m), axis=0)
-    # exp again, written differently (x log2 e - m log2 e) so the compiler cannot merge it with
-    # the first and keep a float32 copy of the row alive: recomputing is cheaper than spilling
-    y = tl.exp2(xr.to(tl.float32) * 1.4426950408889634 - m * 1.4426950408889634) * (1.0 / den)
+    # exp again, written differently ((m - x) times -log2 e) so the compiler cannot merge it
+    # with the first and keep a float32 copy of the row alive: recomputing is cheaper than
+    # spilling. Not x log2 e - m log2 e (one FFMA): m log2 e is rounded, which costs a large
+    # m digits (an offset of 1000: 1e-4 relative error in float32, 10x the tolerance)
+    y = tl.exp2((m - xr.to(tl.float32)) * -1.4426950408889634) * (1.0 / den)
     tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -563,7 +600,7 @@ def _softmax_row_split(
     total = tl.sum(tl.where(k < nsplit, sc * tl.exp(mc - big), 0.0), axis=0)
     total = tl.where(spins >= spin_max, float("nan"), total)
     # exp again from the registers, written as in _softmax_whole_row (no float32 copy kept)
-    y = tl.exp2(xr.to(tl.float32) * 1.4426950408889634 - big * 1.4426950408889634) * (1.0 / total)
+    y = tl.exp2((big - xr.to(tl.float32)) * -1.4426950408889634) * (1.0 / total)
     tl.store(y_ptr + row * stride_y + c, y.to(y_ptr.dtype.element_ty), mask=mask)
     if tl.atomic_add(cnt + 1, 1, sem="acq_rel", scope="gpu") == nsplit - 1:
         tl.atomic_xchg(cnt, 0, sem="relaxed", scope="gpu")
@@ -746,13 +783,14 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         _softmax_loop[(_loop_programs(rows, x.device),)](
             x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=block, AL=al,
             PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
-            NB=nb, num_warps=LOOP_WARPS,
+            NB=nb, EX=bool(EXP2), num_warps=LOOP_WARPS,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
         if _row_vec(rows, bc, al, x, y):
             _softmax_row_vec[(rows,)](
-                x, y, cols, x.stride(0), BC=bc, V=16 // x.element_size(), num_warps=_warps(bc)
+                x, y, cols, x.stride(0), BC=bc, V=16 // x.element_size(), EX=bool(EXP2),
+                num_warps=_warps(bc),
             )  # fmt: skip
             return y
         bc, bt = _head_tail(cols)
@@ -763,7 +801,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
             x, y, rows, cols, sx, sy, ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             BT=bt, FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-            num_warps=warps,
+            EX=bool(EXP2), num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):
@@ -782,12 +820,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     pdl = PDL and x.device.type == "cuda"
     v = 16 // x.element_size() if _chunk_vec(al, x, y) else 0
     _chunk_stats[grid](
-        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, V=v,
+        x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, V=v, EX=bool(EXP2),
         num_warps=_warps(CHUNK),
     )  # fmt: skip
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
         CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
-        EARLY=bool(PDL_EARLY), num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
+        EARLY=bool(PDL_EARLY), EX=bool(EXP2), num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
