@@ -14,6 +14,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
 from task_files import load_file  # noqa: E402
 
 from cockpit.harness.judge import Options, evaluate  # noqa: E402
@@ -802,3 +803,52 @@ def test_softmax_rows_far_from_zero_keep_float32_accuracy(
         y = torch.empty_like(x)
         ok, metrics = default_check(t, ref, _split_launch("softmax", x, y, 128, 1), [y])
         assert ok, metrics.get("message")
+
+
+def test_softmax_rows_of_8192_take_the_row_walk_on_a_gpu(monkeypatch):
+    """ROW_LOOP_*: on an H200 (132 SMs) rows of 8192 columns that start on 16 bytes (8192 x
+    8192 in both dtypes, 17 x 8192 f32) are walked in two 4096-column steps, unrolled, by one
+    16-warp program a row; 2048 x 65536 keeps the wide walk (16384, 32 warps); 7777 x 8191 (rows
+    off 16 bytes), 4096 x 6144 (a ragged step), 4096-column rows, rows past SINGLE_MAX, the walk
+    not unrolled and ROW_LOOP_BLOCK = 0 do not."""
+    module = SEEDS["softmax"]
+    monkeypatch.setitem(module._SMS, GPU, 132)
+
+    def plan(rows, cols, al, itemsize):
+        return module._walk_plan(rows, cols, triton.next_power_of_2(cols), al, OnGpu(itemsize))
+
+    assert plan(8192, 8192, 8, 2) == (4096, 16, 0)
+    assert plan(8192, 8192, 4, 4) == (4096, 16, 0)
+    assert plan(17, 8192, 4, 4) == (4096, 16, 0)  # one program a row, as the tile
+    assert plan(2048, 65536, 8, 2) == (16384, 32, 0)
+    assert plan(7777, 8191, 1, 2) is None  # rows off 16 bytes
+    assert plan(4096, 6144, 8, 2) is None  # a ragged last step: the runtime loop lost
+    assert plan(4096, 4096, 8, 2) is None and plan(1024, 32768, 4, 4) is None
+    monkeypatch.setattr(module, "LOOP_UNROLL", 0)
+    assert plan(8192, 8192, 8, 2) is None  # only the unrolled walk won
+    monkeypatch.setattr(module, "LOOP_UNROLL", 4)
+    monkeypatch.setattr(module, "SINGLE_MAX", 4096)
+    assert plan(8192, 8192, 8, 2) is None
+    monkeypatch.setattr(module, "SINGLE_MAX", 8192)
+    monkeypatch.setattr(module, "ROW_LOOP_BLOCK", 0)
+    assert plan(8192, 8192, 8, 2) is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_softmax_row_walk_matches(monkeypatch, dtype):
+    """ROW_LOOP_BLOCK = 32 over rows of 64 to 128 padded columns, ROW_LOOP_WARPS = 2: 64, 96
+    and 128 columns are 2, 3 and 4 whole steps, walked unrolled by one program a row with the row
+    walk's warps. 100 columns (a ragged last step) keep the tile; so do 256 columns (past
+    ROW_LOOP_MAX_COLS)."""
+    module = SEEDS["softmax"]
+    monkeypatch.setattr(module, "ROW_LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "ROW_LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "ROW_LOOP_MAX_COLS", 128)
+    monkeypatch.setattr(module, "ROW_LOOP_WARPS", 2)
+    warps, grids = [], []
+    monkeypatch.setattr(
+        module, "_softmax_loop", Spy(module._softmax_loop, "l", warps, "num_warps", grids)
+    )
+    for rows, cols in [(3, 64), (2, 96), (5, 128), (2, 100), (3, 256)]:
+        run_and_check("softmax", rows, cols, dtype)
+    assert grids == [(3,), (2,), (5,)] and warps == [2, 2, 2]

@@ -60,6 +60,7 @@ TUNABLES = {
     "TAIL_FOLD": [False, True],
     "LOOP_UNROLL": [0, 4],
     "EXP2": [False, True],
+    "ROW_LOOP_BLOCK": [0, 4096, 2048],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -178,6 +179,20 @@ LOOP_UNROLL = 4  # that path: rows of exactly k full steps, k <= LOOP_UNROLL, ar
 # 256.0); the harness's --final (call 2): 146.08 (bf16). 8192-column steps (8 of them)
 # lost (166.0-178.7). On, 4, with LOOP_PERSIST = 0.
 LOOP_BACK = False  # that path: the second walk from the row's end back to its start
+ROW_LOOP_BLOCK = 4096  # rows of ROW_LOOP_MIN_COLS to ROW_LOOP_MAX_COLS (padded) columns, at most
+# SINGLE_MAX, that all start on a 16-byte boundary: the looped walk (`_softmax_loop`, with
+# LOOP_UNROLL, LOOP_SKEW and LOOP_BACK) in ROW_LOOP_BLOCK-column steps of ROW_LOOP_WARPS warps,
+# one program a row, instead of a one-row tile (0: off). The walk's second read comes from L2;
+# the tile holds the row in registers, 32 values a thread at 8192 columns in 8 warps. RMSNorm's
+# LOOP_* is the same walk at the same rows. H200 (session 20, bench/direct.py --hold side by
+# side, 100 calls, with EXP2, two runs): 8192 x 8192 bf16 68.7-69.1 -> 66.9-67.0 us, f32
+# 132.7-133.2 -> 128.5-128.6 (a copy: 66.5 / 128.6-129.5), 17 x 8192 f32 5.1-5.2 -> 4.9;
+# without EXP2 bf16 lost (68.7 -> 70.4: the walk's exps are twice the tile's). Lost, so not
+# taken: ragged rows (4096 x 6144 bf16 28.5 -> 39.9 in the runtime loop, 30.8 in 2048-column
+# steps), 4096-column rows (4096 x 4096 bf16 20.9 -> 24.7, 4099 x 3000 f32 28.2 -> 31.2)
+ROW_LOOP_MIN_COLS = 8192
+ROW_LOOP_MAX_COLS = 8192
+ROW_LOOP_WARPS = 16
 EXP2 = True  # tiled, looped and split paths: exp(x - max) as exp2((x - max) log2 e) and a
 # product by 1 / sum instead of a division an element (`_exp`, `_norm`). sm_90 SASS: tl.exp is
 # `ex2.approx.f32`, which keeps subnormal results through a compare and two multiplies around
@@ -710,9 +725,39 @@ def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
     )
 
 
-def _loop_programs(rows: int, device: torch.device) -> int:
-    """Programs of the looped path: one a row, or LOOP_PERSIST an SM (1 SM in the interpreter)."""
-    return min(rows, LOOP_PERSIST * _sm_count(device)) if LOOP_PERSIST else rows
+def _unrolled(cols: int, block: int) -> int:
+    """NB of `_softmax_loop`: the steps of a row LOOP_UNROLL walks unrolled (whole block-column
+    steps, at most LOOP_UNROLL, walked in order: no LOOP_SKEW or LOOP_BACK), else 0."""
+    nb = cols // block
+    return 0 if cols % block or nb > LOOP_UNROLL or LOOP_SKEW or LOOP_BACK else nb
+
+
+def _row_looped(cols: int, bc: int, al: int, x: torch.Tensor) -> bool:
+    """The looped walk for rows of at most SINGLE_MAX (ROW_LOOP_*): ROW_LOOP_MIN_COLS to
+    ROW_LOOP_MAX_COLS padded columns, every row on a 16-byte boundary, walked unrolled (whole
+    steps: the runtime loop over a ragged row lost to the tile, 4096 x 6144 bf16 28.5 -> 39.9
+    us on the H200); one program a row, so any row count (as the tile it replaces)."""
+    return (
+        bool(ROW_LOOP_BLOCK)
+        and ROW_LOOP_MIN_COLS <= bc <= min(ROW_LOOP_MAX_COLS, SINGLE_MAX)
+        and al * x.element_size() == 16
+        and _unrolled(cols, min(ROW_LOOP_BLOCK, bc)) > 0
+    )
+
+
+def _walk_plan(rows: int, cols: int, bc: int, al: int, x: torch.Tensor) -> tuple | None:
+    """(step columns, warps, programs an SM or 0 for one a row) of `_softmax_loop` for these
+    rows: the wide walk (LOOP_*), the row walk (ROW_LOOP_*), or None (another path)."""
+    if _looped(rows, bc, al, x):
+        return min(LOOP_BLOCK, bc), LOOP_WARPS, LOOP_PERSIST
+    if _row_looped(cols, bc, al, x):
+        return min(ROW_LOOP_BLOCK, bc), ROW_LOOP_WARPS, 0
+    return None
+
+
+def _loop_programs(rows: int, device: torch.device, persist: int) -> int:
+    """Programs of the looped path: one a row, or `persist` an SM (1 SM in the interpreter)."""
+    return min(rows, persist * _sm_count(device)) if persist else rows
 
 
 def _programs(ntiles: int, device: torch.device) -> int:
@@ -775,15 +820,13 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         return y
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
-    if _looped(rows, bc, al, x):
-        block = min(LOOP_BLOCK, bc)
-        nb = cols // block
-        if cols % block or nb > LOOP_UNROLL or LOOP_SKEW or LOOP_BACK:
-            nb = 0  # LOOP_UNROLL walks only rows of whole steps, in order
-        _softmax_loop[(_loop_programs(rows, x.device),)](
+    if walk := _walk_plan(rows, cols, bc, al, x):
+        block, warps, persist = walk
+        nb = _unrolled(cols, block)
+        _softmax_loop[(_loop_programs(rows, x.device, persist),)](
             x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=block, AL=al,
-            PERSIST=bool(LOOP_PERSIST), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
-            NB=nb, EX=bool(EXP2), num_warps=LOOP_WARPS,
+            PERSIST=bool(persist), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
+            NB=nb, EX=bool(EXP2), num_warps=warps,
         )  # fmt: skip
         return y
     if bc <= SINGLE_MAX:
