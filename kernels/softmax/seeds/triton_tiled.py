@@ -61,10 +61,12 @@ TUNABLES = {
     "LOOP_UNROLL": [0, 4],
     "EXP2": [False, True],
     "ROW_LOOP_BLOCK": [0, 4096, 2048],
+    "CHUNK_WARP_ELEMS": [1024, 2048],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 2048  # columns per program in the split path (4096 before PDL; see PDL)
+CHUNK_WARP_ELEMS = 1024  # that path: one warp per this many columns of a chunk (2 at 2048)
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements, and the
 # tiled path's one warp per TILE_WARP_ELEMS
 TILE_WARP_ELEMS = 512  # the tiled path's tiles below TILE_ELEMS (a lone row of 2049-4096
@@ -864,11 +866,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     v = 16 // x.element_size() if _chunk_vec(al, x, y) else 0
     _chunk_stats[grid](
         x, m, s, cols, x.stride(0), nchunks, CHUNK=CHUNK, AL=al, PDL=pdl, V=v, EX=bool(EXP2),
-        num_warps=_warps(CHUNK),
+        num_warps=_warps(CHUNK, CHUNK_WARP_ELEMS),
     )  # fmt: skip
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
         CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
-        EARLY=bool(PDL_EARLY), EX=bool(EXP2), num_warps=_warps(CHUNK), **({"launch_pdl": True} if pdl else {}),
+        EARLY=bool(PDL_EARLY), EX=bool(EXP2), num_warps=_warps(CHUNK, CHUNK_WARP_ELEMS),
+        **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
