@@ -133,8 +133,11 @@ def test_rows_walked_twice_in_steps_match(
     and 100 in bfloat16) keep the tiled path. One program a row, or with LOOP_PERSIST = 2 two
     programs (the interpreter's one "SM") that take every other row; LOOP_SKEW starts row r's
     walks at step r * skew (4 steps at 100 float32 columns: every start, the ragged step
-    included), LOOP_BACK walks the second pass backwards."""
+    included), LOOP_BACK walks the second pass backwards. RMSNorm with LOOP_RAGGED (off by
+    default, so its walk takes only rows of whole unrolled steps: the next test)."""
     module = SEEDS[task]
+    if task == "rmsnorm":
+        monkeypatch.setattr(module, "LOOP_RAGGED", True)
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
@@ -153,6 +156,37 @@ def test_rows_walked_twice_in_steps_match(
     assert launched == [f"_{task}_loop" if looped else f"_{task}_tile"]
     if looped:
         assert grids == [(min(rows, persist) if persist else rows,)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rmsnorm_walks_only_rows_of_whole_unrolled_steps(monkeypatch, dtype):
+    """LOOP_RAGGED off (the default): RMSNorm's looped path (LOOP_BLOCK = 32 over 64 to 512
+    padded columns) takes 64 and 96 columns (2 and 3 whole steps, walked unrolled); 100 float32
+    columns (a ragged last step), 160 (5 steps, more than LOOP_UNROLL) and, with LOOP_SKEW, any
+    row keep the tile. With LOOP_RAGGED the runtime loop takes 100 and 160 too."""
+    module = SEEDS["rmsnorm"]
+    assert not module.LOOP_RAGGED
+    monkeypatch.setattr(module, "LOOP_BLOCK", 32)
+    monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
+    monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
+    launched = []
+    for name in ("_rmsnorm_loop", "_rmsnorm_tile"):
+        monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched))
+    walk, tile = "_rmsnorm_loop", "_rmsnorm_tile"
+    # 100 bfloat16 columns: rows 200 bytes apart, never walked; not informative here
+    expect = {64: walk, 96: walk, 100: tile, 160: tile}
+    if dtype == "bfloat16":
+        del expect[100]
+    for c in expect:
+        run_and_check("rmsnorm", 3, c, dtype)
+    assert launched == list(expect.values())
+    launched.clear()
+    monkeypatch.setattr(module, "LOOP_SKEW", 1)
+    run_and_check("rmsnorm", 3, 64, dtype)
+    monkeypatch.setattr(module, "LOOP_SKEW", 0)
+    monkeypatch.setattr(module, "LOOP_RAGGED", True)
+    run_and_check("rmsnorm", 3, 160, dtype)
+    assert launched == [tile, walk]
 
 
 @pytest.mark.parametrize(("block", "persist"), [(32, 0), (128, 0), (32, 1)])
@@ -431,8 +465,11 @@ def walk_unrolled(monkeypatch, task: str, dtype: str, persist: int) -> list:
     """LOOP_UNROLL = 4 with 32-column steps on `task`'s looped path (LOOP_PERSIST = persist):
     rows of exactly 2, 3 or 4 steps must launch with NB = 2, 3, 4, rows of 8 steps and (f32) a
     ragged last step with NB = 0, and all match. Returns the NB of every launch, in order (the
-    Spy stays in place for the caller's further cases)."""
+    Spy stays in place for the caller's further cases). RMSNorm with LOOP_RAGGED, so that its
+    walk takes the runtime loop's rows too."""
     module = SEEDS[task]
+    if task == "rmsnorm":
+        monkeypatch.setattr(module, "LOOP_RAGGED", True)
     monkeypatch.setattr(module, "LOOP_UNROLL", 4)
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)

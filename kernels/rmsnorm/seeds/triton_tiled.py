@@ -56,6 +56,7 @@ TUNABLES = {
     "PDL_EARLY": [False, True],
     "W_EARLY": [False, True],
     "LOOP_UNROLL": [0, 4],
+    "LOOP_RAGGED": [False, True],
     "LONE_VEC": [False, True],
     "TAIL_FOLD": [False, True],
     "WIDE_UNROLL_PERSIST": [1, 2],
@@ -183,6 +184,10 @@ CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131
 # (session 17, bench/direct.py side by side, 200 calls): 17 x 131073 bf16 13.0 -> 11.4-12.2 us
 # (two rows of the same variant), 13.8 -> 11.3 with the arena's hold (--hold); f32 14.8 ->
 # 14.1-14.9 (a copy of x: 8.4-9.2 bf16, 11.2 f32).
+LOOP_RAGGED = False  # that path also takes rows that are not whole unrolled steps (LOOP_UNROLL),
+# walked by the runtime loop with a masked last step. Lost at bf16 on the H200 (session 20,
+# bench/direct.py --hold side by side, 100 calls): 4096 x 6144 bf16 30.1 -> 39.4 us (copy 28.3);
+# f32 54.1 -> 52.0, 2048 x 5000 f32 25.9 -> 25.8 (copy 51.7 / 24.0). Off: such rows take the tile
 LOOP_MIN_COLS = 8192
 LOOP_MAX_COLS = 8192
 LOOP_WARPS = 16
@@ -688,6 +693,13 @@ def _looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
     return _loop_rule(rows, bc, al, x, LOOP_BLOCK, LOOP_MIN_COLS, LOOP_MAX_COLS, LOOP_PERSIST)
 
 
+def _whole_steps(cols: int, bc: int) -> bool:
+    """Rows the looped path (LOOP_*) walks: whole steps walked unrolled, or any with
+    LOOP_RAGGED (the runtime loop, a masked last step)."""
+    ordered = not (LOOP_SKEW or LOOP_BACK)
+    return bool(LOOP_RAGGED or _unrolled(cols, min(LOOP_BLOCK, bc), ordered))
+
+
 def _wide_looped(rows: int, bc: int, al: int, x: torch.Tensor) -> bool:
     """The same walk for rows past SINGLE_MAX that the whole-row program does not take
     (WIDE_LOOP_*): up to WIDE_LOOP_MAX_COLS padded columns, always persistent."""
@@ -798,7 +810,7 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return y
     al = _align(cols, x, y)
     bc = triton.next_power_of_2(cols)
-    if _looped(rows, bc, al, x):
+    if _looped(rows, bc, al, x) and _whole_steps(cols, bc):
         _walk_rows(
             x, weight, y, rows, cols, al, bc, LOOP_BLOCK, LOOP_WARPS, LOOP_PERSIST, LOOP_SKEW,
             LOOP_BACK,

@@ -61,6 +61,7 @@ TUNABLES = {
     "LOOP_UNROLL": [0, 4],
     "EXP2": [False, True],
     "ROW_LOOP_BLOCK": [0, 4096, 2048],
+    "ROW_LOOP_RAGGED": [False, True],
     "CHUNK_WARP_ELEMS": [1024, 2048],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
@@ -192,6 +193,8 @@ ROW_LOOP_BLOCK = 4096  # rows of ROW_LOOP_MIN_COLS to ROW_LOOP_MAX_COLS (padded)
 # without EXP2 bf16 lost (68.7 -> 70.4: the walk's exps are twice the tile's). Lost, so not
 # taken: ragged rows (4096 x 6144 bf16 28.5 -> 39.9 in the runtime loop, 30.8 in 2048-column
 # steps), 4096-column rows (4096 x 4096 bf16 20.9 -> 24.7, 4099 x 3000 f32 28.2 -> 31.2)
+ROW_LOOP_RAGGED = False  # that walk also takes rows that are not whole unrolled steps (the
+# runtime loop, a masked last step): lost (4096 x 6144 bf16 above), as in RMSNorm's LOOP_RAGGED
 ROW_LOOP_MIN_COLS = 8192
 ROW_LOOP_MAX_COLS = 8192
 ROW_LOOP_WARPS = 16
@@ -738,12 +741,13 @@ def _row_looped(cols: int, bc: int, al: int, x: torch.Tensor) -> bool:
     """The looped walk for rows of at most SINGLE_MAX (ROW_LOOP_*): ROW_LOOP_MIN_COLS to
     ROW_LOOP_MAX_COLS padded columns, every row on a 16-byte boundary, walked unrolled (whole
     steps: the runtime loop over a ragged row lost to the tile, 4096 x 6144 bf16 28.5 -> 39.9
-    us on the H200); one program a row, so any row count (as the tile it replaces)."""
+    us on the H200) unless ROW_LOOP_RAGGED; one program a row, so any row count (as the tile
+    it replaces)."""
     return (
         bool(ROW_LOOP_BLOCK)
         and ROW_LOOP_MIN_COLS <= bc <= min(ROW_LOOP_MAX_COLS, SINGLE_MAX)
         and al * x.element_size() == 16
-        and _unrolled(cols, min(ROW_LOOP_BLOCK, bc)) > 0
+        and (ROW_LOOP_RAGGED or _unrolled(cols, min(ROW_LOOP_BLOCK, bc)) > 0)
     )
 
 
