@@ -144,11 +144,13 @@ PDL = True  # split path on a GPU: the apply kernel is launched as a programmati
 # of ~4 us each, where a copy of x takes 8-11 us). H200 (session 16), 17 x 131073 bf16 with
 # CHUNK = 2048: bench/direct.py 12.1 -> 10.7 us (both orders; CHUNK = 2048 alone 11.7), the
 # harness's --final 12.90 -> 11.46 us (median). RMSNorm's split path gained nothing from it.
-PDL_EARLY = False  # split path: the apply kernel loads its chunk of x before it waits for the
+PDL_EARLY = True  # split path: the apply kernel loads its chunk of x before it waits for the
 # statistics kernel (x is an input, not that kernel's output), so with PDL the loads overlap it
 # (17 x 131073). sm_90 PTX: the loads come before `griddepcontrol.wait` (44 registers against
 # 32). H200 (session 19, bench/direct.py --hold, 200 calls): 17 x 131073 bf16 10.4 -> 10.3-10.4
-# us, no gain (RMSNorm's gained 1 us): off.
+# us, no gain (RMSNorm's gained 1 us): off then. With EXP2 (session 20, 300 calls, two
+# spellings each): 17 x 131073 bf16 9.06 -> 8.78 us (a copy: 7.8), 64 x 100000 f32 24.7 ->
+# 23.6, 33 x 65536 bf16 9.44 -> 9.31; call 2 of that session saw 10.2 both ways: on.
 TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1 x 4099): the
 # tail is a tile as wide as the head, masked past the row, so each reduction covers head and
 # tail at once (a lone row is latency: each cross-warp reduction is two barriers). Lost on the
