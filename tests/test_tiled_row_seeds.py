@@ -15,6 +15,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 from task_files import load_file  # noqa: E402
 
 from cockpit.harness.judge import Options, evaluate  # noqa: E402
@@ -156,6 +157,53 @@ def test_rows_walked_twice_in_steps_match(
     assert launched == [f"_{task}_loop" if looped else f"_{task}_tile"]
     if looped:
         assert grids == [(min(rows, persist) if persist else rows,)]
+
+
+@pytest.mark.parametrize("pair", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_softmax_split_rows_combine_their_chunks_statistics(monkeypatch, dtype, pair):
+    """The split path's apply kernel combines its row's chunks' (max, sum) as a max then a sum,
+    or (STATS_PAIR) in one reduction of pairs (`_pair`): 16-column chunks, rows whose largest
+    value sits in a late chunk (+30: every earlier chunk's sum is rescaled by e^-30 or less),
+    chunk counts that pad NCH (21 of 32: pairs of max -inf, sum 0), and rows that start off 16
+    bytes (CHUNK_VEC: chunk 0 takes the edges, the last chunk may hold no column)."""
+    module, t, ref = SEEDS["softmax"], TASKS["softmax"], REFS["softmax"]
+    monkeypatch.setattr(module, "STATS_PAIR", pair)
+    monkeypatch.setattr(module, "SINGLE_MAX", 16)
+    monkeypatch.setattr(module, "CHUNK", 16)
+    monkeypatch.setattr(module, "WHOLE_ROW_BYTES", 0)
+    seen = []
+    monkeypatch.setattr(module, "_chunk_apply", Spy(module._chunk_apply, "a", seen, "PAIR"))
+    for rows, cols in [(3, 333), (2, 64), (5, 33)]:
+        (x,) = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
+        x[:, -3] += 30.0
+        ok, metrics = default_check(t, ref, (x,), [module.kernel(x)])
+        assert ok, metrics.get("message")
+    assert seen == [pair] * 3
+
+
+_ROW_STATS = SEEDS["softmax"]._row_stats
+
+
+@triton.jit
+def _row_stats_probe(m_ptr, s_ptr, out_ptr, nchunks, NCH: tl.constexpr, PAIR: tl.constexpr):
+    big, total = _ROW_STATS(m_ptr, s_ptr, 0, nchunks, NCH, True, PAIR)
+    tl.store(out_ptr, big)
+    tl.store(out_ptr + 1, total)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_softmax_chunk_statistics_with_empty_chunks_first_combine(pair):
+    """`_row_stats` over chunks whose first entries saw no column (max -inf, sum 0), as a GPU's
+    tree reduction pairs them: the pair combine must not form -inf - -inf (NaN). The
+    interpreter folds left to right, so only leading empty chunks reach that case."""
+    m = torch.tensor([-float("inf"), -float("inf"), 2.0, 5.0, -float("inf")])
+    s = torch.tensor([0.0, 0.0, 3.0, 1.5, 0.0])
+    out = torch.empty(2)
+    _row_stats_probe[(1,)](m, s, out, 5, NCH=8, PAIR=pair)
+    expect = 3.0 * torch.exp(torch.tensor(-3.0)) + 1.5
+    assert out[0].item() == 5.0
+    assert torch.allclose(out[1], expect, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -63,11 +63,14 @@ TUNABLES = {
     "ROW_LOOP_BLOCK": [0, 4096, 2048],
     "ROW_LOOP_RAGGED": [False, True],
     "CHUNK_WARP_ELEMS": [1024, 2048],
+    "STATS_PAIR": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
 CHUNK = 2048  # columns per program in the split path (4096 before PDL; see PDL)
 CHUNK_WARP_ELEMS = 1024  # that path: one warp per this many columns of a chunk (2 at 2048)
+STATS_PAIR = False  # that path: the apply kernel combines its row's chunk statistics in one
+# reduction of (max, sum) pairs instead of a max and then a sum (`_row_stats`)
 NUM_WARPS = 8  # warps for a full tile; smaller tiles get one warp per 1024 elements, and the
 # tiled path's one warp per TILE_WARP_ELEMS
 TILE_WARP_ELEMS = 512  # the tiled path's tiles below TILE_ELEMS (a lone row of 2049-4096
@@ -500,11 +503,27 @@ def _chunk_stats(
 
 
 @triton.jit
-def _row_stats(m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr, EX: tl.constexpr):
-    """(M, S) of a row from its chunks' (max, sum of exp(x - max)): the row's max and sum."""
+def _pair(m1, s1, m2, s2):
+    """Two (max, sum of exp(x - max)) into one; a side that saw no column has max -inf, sum 0
+    (its scale is exp(0) there, never exp(-inf - -inf))."""
+    m = tl.maximum(m1, m2)
+    d1 = tl.where(m1 == m, 0.0, m1 - m)
+    d2 = tl.where(m2 == m, 0.0, m2 - m)
+    return m, s1 * tl.exp2(d1 * 1.4426950408889634) + s2 * tl.exp2(d2 * 1.4426950408889634)
+
+
+@triton.jit
+def _row_stats(
+    m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr, EX: tl.constexpr, PAIR: tl.constexpr
+):  # fmt: skip
+    """(M, S) of a row from its chunks' (max, sum of exp(x - max)): the row's max and sum.
+    PAIR (STATS_PAIR): one reduction of the pairs (`_pair`), not a max and then a sum (half the
+    cross-warp barriers; more exps, over NCH values)."""
     k = tl.arange(0, NCH)
     mc = tl.load(m_ptr + row * nchunks + k, mask=k < nchunks, other=-float("inf"))
     sc = tl.load(s_ptr + row * nchunks + k, mask=k < nchunks, other=0.0)
+    if PAIR:
+        return tl.reduce((mc, sc), 0, _pair)
     big = tl.max(mc, axis=0)
     total = tl.sum(tl.where(mc == -float("inf"), 0.0, sc * _exp(mc - big, EX)), axis=0)
     return big, total
@@ -514,7 +533,7 @@ def _row_stats(m_ptr, s_ptr, row, nchunks, NCH: tl.constexpr, EX: tl.constexpr):
 def _chunk_apply(
     x_ptr, y_ptr, m_ptr, s_ptr, cols, stride_x, stride_y, nchunks,
     CHUNK: tl.constexpr, NCH: tl.constexpr, AL: tl.constexpr, PDL: tl.constexpr,
-    V: tl.constexpr, EARLY: tl.constexpr, EX: tl.constexpr,
+    V: tl.constexpr, EARLY: tl.constexpr, EX: tl.constexpr, PAIR: tl.constexpr,
 ):  # fmt: skip
     """Chunk program_id(1) of row program_id(0): exp(x - M) / S from its row's statistics. V > 0
     (CHUNK_VEC): the chunks of `_chunk_stats` with V, x and y sharing the stride. EARLY
@@ -539,7 +558,7 @@ def _chunk_apply(
             xe = tl.load(x_ptr + s0 + ce, mask=me, other=-float("inf")).to(tl.float32)
         if PDL:  # launched early: wait until the statistics kernel is done and its stores visible
             gdc_wait()
-        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH, EX)
+        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH, EX, PAIR)
         if not EARLY:
             x = tl.load(x_ptr + b0 + c, mask=mb, other=-float("inf")).to(tl.float32)
         tl.store(y_ptr + b0 + c, _norm(_exp(x - big, EX), total, EX).to(ty), mask=mb)
@@ -552,7 +571,7 @@ def _chunk_apply(
             x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
         if PDL:
             gdc_wait()
-        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH, EX)
+        big, total = _row_stats(m_ptr, s_ptr, row, nchunks, NCH, EX, PAIR)
         if not EARLY:
             x = tl.load(x_ptr + row * stride_x + c, mask=mask, other=-float("inf"))
         y = _norm(_exp(x.to(tl.float32) - big, EX), total, EX)
@@ -877,7 +896,8 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     _chunk_apply[grid](
         x, y, m, s, cols, x.stride(0), y.stride(0), nchunks,
         CHUNK=CHUNK, NCH=max(2, triton.next_power_of_2(nchunks)), AL=al, PDL=pdl, V=v,
-        EARLY=bool(PDL_EARLY), EX=bool(EXP2), num_warps=_warps(CHUNK, CHUNK_WARP_ELEMS),
+        EARLY=bool(PDL_EARLY), EX=bool(EXP2), PAIR=bool(STATS_PAIR),
+        num_warps=_warps(CHUNK, CHUNK_WARP_ELEMS),
         **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     return y
