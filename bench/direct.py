@@ -13,7 +13,9 @@ then timed on two alternating input sets, each call preceded by an L2 flush and 
 launch slack (CUDA events; the host clock on the CPU). The first variant is the one the others
 are compared with (ratio > 1: faster). Prints a table as it goes, writes direct-TASK.json under
 --out (rows, then per variant the geomean over the shapes it passed and the geomean ratio over
-the shapes both passed). Official figures come from `cockpit eval … --final`.
+the shapes both passed). --rounds N splits each row's calls into N rounds taken in turn, so
+rows that differ by less than the machine's drift can be compared (17 x 131073 moves ~1 us
+between blocks of calls in one process). Official figures come from `cockpit eval … --final`.
 """
 
 from __future__ import annotations
@@ -97,9 +99,19 @@ def main() -> None:
     )
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--budget-s", type=float, default=1.0, help="timing budget per (seed, shape)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="time each shape's rows in this many rounds of reps / rounds calls, round-robin "
+        "(copy, then the variants in order), so a machine that drifts during the run moves every "
+        "row alike; a row's median is over all its calls, and `round_medians` keeps each round's",
+    )
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()
+    if args.rounds < 1 or args.reps < 1:
+        p.error("--rounds and --reps must be at least 1")
 
     task = load_task(args.task)
     ref = load_module(task.reference_path, f"direct_ref_{task.name}")
@@ -152,58 +164,72 @@ def main() -> None:
     for shape in shapes:
         label = shape.describe()
         try:
-            inputs = [
-                tuple(ref.make_inputs(dict(shape.params), s, args.device)) for s in (11, 12)
-            ]
+            inputs = [tuple(ref.make_inputs(dict(shape.params), s, args.device)) for s in (11, 12)]
         except Exception as exc:  # a --shape the task cannot make: one line, non-zero exit
             raise SystemExit(
                 f"error: {task.name} cannot make inputs for {label}: {type(exc).__name__}: {exc}"
             ) from None
         floor, _ = scoring.floor_us(task, shape, ceil, args.device)
-        first = None
-        copy_us = None
+        timed = []  # (name, fn, row): checked rows, timed below
         if args.copy:
-            t = time_calls(lambda x, *_: x.clone(), inputs, args.reps, args.budget_s, flush, hold)
-            copy_us = statistics.median(t)
             row = {"shape": label, "seed": "copy", "floor_us": floor, "check": "-"}
-            row.update(median_us=copy_us, n_calls=len(t), roofline_pct=100.0 * floor / copy_us)
-            doc["rows"].append(row)
-            print(
-                f"{label[:36]:36s} {'copy':40s} {'-':>5s} {copy_us:8.1f}us "
-                f"{row['roofline_pct']:5.1f}% {100.0:5.1f}%",
-                flush=True,
-            )
+            timed.append(("copy", lambda x, *_: x.clone(), row))
+        rows = [row for *_, row in timed]
         for name, fn in fns.items():
             row = {"shape": label, "seed": name, "floor_us": floor}
+            rows.append(row)
             try:
                 out = as_tuple(fn(*inputs[0]))
                 ok, metrics = run_check(task, ref, inputs[0], list(out))
                 row["check"] = "ok" if ok else "FAIL"
                 row["message"] = str(metrics.get("message", ""))[:200]
                 del out
-                t = time_calls(fn, inputs, args.reps, args.budget_s, flush, hold)
-                row["median_us"] = statistics.median(t)
-                row["n_calls"] = len(t)
-                row["roofline_pct"] = 100.0 * floor / row["median_us"]
-                if copy_us:
-                    row["copy_pct"] = 100.0 * copy_us / row["median_us"]
+                timed.append((name, fn, row))
             except Exception as exc:
                 row["check"] = "ERROR"
                 row["message"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-            if first is None:
-                first = row.get("median_us")
-            if first and row.get("median_us"):
-                row["ratio"] = first / row["median_us"]
+        calls: dict[str, list[float]] = {name: [] for name, *_ in timed}
+        per = -(-args.reps // args.rounds)
+        for _ in range(args.rounds):
+            for name, fn, row in timed:
+                if row.get("check") == "ERROR":
+                    continue
+                try:
+                    t = time_calls(fn, inputs, per, args.budget_s / args.rounds, flush, hold)
+                except Exception as exc:  # a variant that fails while timed: a line, no time
+                    row["check"] = "ERROR"
+                    row["message"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    continue
+                calls[name] += t
+                row.setdefault("round_medians", []).append(statistics.median(t))
+        copy_us = None
+        first = None
+        for row in rows:
+            t = calls.get(row["seed"])
+            if t and row.get("check") != "ERROR":
+                row["median_us"] = statistics.median(t)
+                row["n_calls"] = len(t)
+                row["roofline_pct"] = 100.0 * floor / row["median_us"]
+                if row["seed"] == "copy":
+                    copy_us = row["median_us"]
+                elif copy_us:
+                    row["copy_pct"] = 100.0 * copy_us / row["median_us"]
+            if row["seed"] != "copy":
+                if first is None:
+                    first = row.get("median_us")
+                if first and row.get("median_us"):
+                    row["ratio"] = first / row["median_us"]
             doc["rows"].append(row)
             med = row.get("median_us")
+            pct = 100.0 if row["seed"] == "copy" else row.get("copy_pct", 0)
+            ratio = "" if row["seed"] == "copy" else f"{row.get('ratio', 0):5.2f}x"
             print(
-                f"{label[:36]:36s} {name[:40]:40s} {row['check']:>5s} "
+                f"{label[:36]:36s} {row['seed'][:40]:40s} {row['check']:>5s} "
                 f"{(f'{med:8.1f}us' if med else '-'):>10s} {row.get('roofline_pct', 0):5.1f}% "
-                f"{row.get('copy_pct', 0):5.1f}% "
-                f"{row.get('ratio', 0):5.2f}x  [{time.monotonic() - t0:5.1f}s]",
+                f"{pct:5.1f}% {ratio:>6s}  [{time.monotonic() - t0:5.1f}s]",
                 flush=True,
             )
-            out_file.write_text(json.dumps(doc, indent=1))
+        out_file.write_text(json.dumps(doc, indent=1))
         del inputs
     passed: dict[str, dict[str, float]] = {}
     for r in doc["rows"]:

@@ -330,6 +330,34 @@ def test_direct_times_a_copy_of_each_shape_and_keeps_only_the_matching_shapes(tm
     assert bad.stderr.strip() == "error: no benchmark shape of softmax matches ['zzz']"
 
 
+def test_direct_rounds_time_every_row_in_turn(tmp_path):
+    """--rounds 3: each row's calls come in three rounds taken in turn (copy, then each variant),
+    so a drifting machine moves every row alike; a row's median is over all its calls (3 rounds
+    of ceil(7 / 3) = 3 calls: 9) and `round_medians` keeps one median per round. A variant
+    naming an unknown constant is still a line; --rounds 0 is a usage error."""
+    r = subprocess.run(
+        [
+            sys.executable, "bench/direct.py", "--task", "softmax", "--device", "cpu",
+            "--shape", "rows=4,cols=64,dtype=float32", "--copy", "--rounds", "3",
+            "--seeds", "torch_eager", "triton_online", "--reps", "7", "--budget-s", "5",
+            "--out", str(tmp_path),
+        ],
+        capture_output=True, text=True, env={**os.environ, "TRITON_INTERPRET": "1"}, cwd=ROOT,
+        timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "direct-softmax.json").read_text())
+    assert [row["seed"] for row in doc["rows"]] == ["copy", "torch_eager", "triton_online"]
+    for row in doc["rows"]:
+        assert row["n_calls"] == 9 and len(row["round_medians"]) == 3
+        lo, hi = min(row["round_medians"]), max(row["round_medians"])
+        assert lo <= row["median_us"] <= hi
+    eager, online = doc["rows"][1], doc["rows"][2]
+    assert eager["ratio"] == 1.0 and online["ratio"] == eager["median_us"] / online["median_us"]
+    bad = run_tool("bench/direct.py", "--task", "softmax", "--device", "cpu", "--rounds", "0")
+    assert bad.returncode == 2 and "--rounds and --reps must be at least 1" in bad.stderr
+
+
 def test_inductor_code_writes_what_torch_compile_generated_for_each_shape(tmp_path):
     """bench/inductor_code.py on the CPU: Inductor's generated module for the reference at one
     shape, written to a file named after the shape; a malformed --shape is a one-line error."""
