@@ -93,33 +93,36 @@ def resources(cubin: bytes, tmp: Path) -> dict:
     return res, sass
 
 
+def instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, instruction) of every SASS instruction, in order."""
+    found = (re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line) for line in sass.splitlines())
+    return [(int(m.group(1), 16), m.group(2)) for m in found if m]
+
+
+def counts(start: str, end: str, body: list[str]) -> dict:
+    """A row of the table: COUNT's operations among `body`'s instructions."""
+    row = {"start": start, "end": end}
+    for key, op in COUNT.items():
+        row[key] = len(body) if op is None else sum(op in i for i in body)
+    return row
+
+
 def loops(sass: str) -> list[dict]:
     """One entry per backward branch: the instructions between its target and itself."""
-    instrs = []
-    for line in sass.splitlines():
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m:
-            instrs.append((int(m.group(1), 16), m.group(2)))
+    instrs = instructions(sass)
     out = []
     for addr, ins in instrs:
         m = re.search(r"BRA (?:`\(.*?\) )?0x([0-9a-f]+)", ins)
         if m and int(m.group(1), 16) < addr:
             start = int(m.group(1), 16)
             body = [i for a, i in instrs if start <= a <= addr]
-            row = {"start": hex(start), "end": hex(addr)}
-            for key, op in COUNT.items():
-                row[key] = len(body) if op is None else sum(op in i for i in body)
-            out.append(row)
+            out.append(counts(hex(start), hex(addr), body))
     return out
 
 
 def whole(sass: str) -> dict:
     """The counts of `loops` over the whole kernel (a kernel with no loop still has a row)."""
-    body = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", sass)]
-    row = {"start": "all", "end": ""}
-    for key, op in COUNT.items():
-        row[key] = len(body) if op is None else sum(op in i for i in body)
-    return row
+    return counts("all", "", [i for _, i in instructions(sass)])
 
 
 def memory_widths(sass: str) -> dict[str, int]:
@@ -158,7 +161,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         res, sass = resources(k.asm["cubin"], Path(tmp))
     found = loops(sass)
-    total = sum(1 for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", line))
+    kernel_row = whole(sass)
+    total = kernel_row["instructions"]
     print(
         f"{args.kernel} sm_{args.arch} {args.warps} warps: regs {res.get('regs')}, stack "
         f"{res.get('stack')} B, shared {k.metadata.shared} B, "
@@ -168,14 +172,14 @@ def main() -> None:
     if widths:
         print("global memory: " + ", ".join(f"{k} x{v}" for k, v in widths.items()))
     print("loop            " + " ".join(f"{c:>12s}" for c in COUNT))
-    for row in [whole(sass), *found]:
+    for row in [kernel_row, *found]:
         print(f"{row['start']}-{row['end']:<8s} " + " ".join(f"{row[c]:12d}" for c in COUNT))
     if args.ptx:
         args.ptx.write_text(k.asm["ptx"])
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"resources": res, "all": whole(sass), "loops": found, "memory": widths}, indent=1
+                {"resources": res, "all": kernel_row, "loops": found, "memory": widths}, indent=1
             )
         )
 

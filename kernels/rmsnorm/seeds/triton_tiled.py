@@ -728,7 +728,7 @@ def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, 
     """Launch `_rmsnorm_loop`: one program a row, or `persist` an SM walking the rows (1 SM in
     the interpreter); unrolled (NB) where LOOP_UNROLL takes the row, which walks it in order
     (so not with skew or back)."""
-    programs = min(rows, persist * _sm_count(x.device)) if persist else rows
+    programs = _programs(rows, x.device, persist)
     block = min(block, bc)
     nb = _unrolled(cols, block, ordered=not (skew or back))
     _rmsnorm_loop[(programs,)](
@@ -737,11 +737,10 @@ def _walk_rows(x, weight, y, rows, cols, al, bc, block, warps, persist, skew=0, 
     )  # fmt: skip
 
 
-def _programs(ntiles: int, device: torch.device) -> int:
-    """Programs of the tiled path: one per tile, or PERSIST per SM (1 SM in the interpreter)."""
-    if not PERSIST:
-        return ntiles
-    return min(ntiles, PERSIST * _sm_count(device))
+def _programs(n: int, device: torch.device, persist: int) -> int:
+    """Programs of a launch over n tiles or rows: one each, or `persist` an SM walking them
+    (the tiled path's PERSIST, the walks' persistence; 1 SM in the interpreter)."""
+    return min(n, persist * _sm_count(device)) if persist else n
 
 
 _COUNTERS: dict = {}
@@ -827,7 +826,7 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
         sx, sy = _strides(rows, x, y)
-        _rmsnorm_tile[(_programs(ntiles, x.device),)](
+        _rmsnorm_tile[(_programs(ntiles, x.device, PERSIST),)](
             x, weight, y, rows, cols, sx, sy, EPS, ntiles,
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al, BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",

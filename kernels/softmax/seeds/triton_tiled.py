@@ -514,7 +514,7 @@ def _pair(m1, s1, m2, s2):
     m = tl.maximum(m1, m2)
     d1 = tl.where(m1 == m, 0.0, m1 - m)
     d2 = tl.where(m2 == m, 0.0, m2 - m)
-    return m, s1 * tl.exp2(d1 * 1.4426950408889634) + s2 * tl.exp2(d2 * 1.4426950408889634)
+    return m, s1 * _exp(d1, True) + s2 * _exp(d2, True)
 
 
 @triton.jit
@@ -787,16 +787,10 @@ def _walk_plan(rows: int, cols: int, bc: int, al: int, x: torch.Tensor) -> tuple
     return None
 
 
-def _loop_programs(rows: int, device: torch.device, persist: int) -> int:
-    """Programs of the looped path: one a row, or `persist` an SM (1 SM in the interpreter)."""
-    return min(rows, persist * _sm_count(device)) if persist else rows
-
-
-def _programs(ntiles: int, device: torch.device) -> int:
-    """Programs of the tiled path: one per tile, or PERSIST per SM (1 SM in the interpreter)."""
-    if not PERSIST:
-        return ntiles
-    return min(ntiles, PERSIST * _sm_count(device))
+def _programs(n: int, device: torch.device, persist: int) -> int:
+    """Programs of a launch over n tiles or rows: one each, or `persist` an SM walking them
+    (the tiled path's PERSIST, the walks' LOOP_PERSIST; 1 SM in the interpreter)."""
+    return min(n, persist * _sm_count(device)) if persist else n
 
 
 _COUNTERS: dict = {}
@@ -855,7 +849,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     if walk := _walk_plan(rows, cols, bc, al, x):
         block, warps, persist = walk
         nb = _unrolled(cols, block)
-        _softmax_loop[(_loop_programs(rows, x.device, persist),)](
+        _softmax_loop[(_programs(rows, x.device, persist),)](
             x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=block, AL=al,
             PERSIST=bool(persist), SKEW=LOOP_SKEW, BACK=bool(LOOP_BACK),
             NB=nb, EX=bool(EXP2), num_warps=warps,
@@ -872,7 +866,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
         r, warps = _tile_shape(rows, bc)
         ntiles = triton.cdiv(rows, r)
         sx, sy = _strides(rows, x, y)
-        _softmax_tile[(_programs(ntiles, x.device),)](
+        _softmax_tile[(_programs(ntiles, x.device, PERSIST),)](
             x, y, rows, cols, sx, sy, ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             BT=bt, FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
