@@ -6,8 +6,8 @@
 Compiles for sm_90 (H100/H200) on any machine (Triton ships ptxas; no GPU or driver needed),
 then prints registers, stack (spills), shared memory and, for every loop of the SASS (a backward
 branch), its instruction count, barriers, shuffles, shared and local memory operations and
-special-function (MUFU) instructions. Pointers are `*fp32` unless --sig says otherwise; other
-arguments are `i32`. --div marks arguments the launcher would specialize as divisible by 16
+special-function (MUFU) instructions. Pointers (capitalized names and names ending in `_ptr`)
+are `*fp32` unless --sig says otherwise; other arguments are `i32`. --div marks arguments the launcher would specialize as divisible by 16
 (pointers from the caching allocator, sizes like n = 512): without it, Triton assumes nothing and
 picks another layout, so match the launch you care about.
 
@@ -70,7 +70,7 @@ def compile_kernel(fn, consts: dict, div: set[str], sig: dict, warps: int, arch:
             signature[arg] = "constexpr"
         elif arg in sig:
             signature[arg] = sig[arg]
-        elif arg[:1].isupper():
+        elif arg[:1].isupper() or arg.endswith("_ptr"):
             signature[arg] = "*fp32"
         else:
             signature[arg] = "i32"
@@ -146,6 +146,7 @@ def main() -> None:
     p.add_argument("--arch", type=int, default=90)
     p.add_argument("--json", type=Path)
     p.add_argument("--ptx", type=Path, help="also write the PTX here (memory-order qualifiers)")
+    p.add_argument("--sass", type=Path, help="also write the SASS here (the order of its loads)")
     args = p.parse_args()
     consts = {k: _value(v) for k, v in (c.split("=", 1) for c in args.const)}
     sig = dict(s.split("=", 1) for s in args.sig)
@@ -176,6 +177,8 @@ def main() -> None:
         print(f"{row['start']}-{row['end']:<8s} " + " ".join(f"{row[c]:12d}" for c in COUNT))
     if args.ptx:
         args.ptx.write_text(k.asm["ptx"])
+    if args.sass:
+        args.sass.write_text(sass)
     if args.json:
         args.json.write_text(
             json.dumps(

@@ -786,6 +786,40 @@ def test_a_tail_folded_into_a_head_wide_tile_matches(monkeypatch, task, dtype):
     assert seen == [True, True, True, False, False]
 
 
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_lone_row_reduced_in_each_thread_first_matches(monkeypatch, task, dtype):
+    """LONE_LOCAL on a 132-SM GPU (the interpreter's count replaced, or ROW_VEC would take the
+    lone rows): a lone row with a head and a tail whose head holds a slab of threads by 16-byte
+    vectors (4099 = 4096 + 3; 2049 = 2048 + 1 in 4 warps; 5000 = 4096 + 904, a tail slab mostly
+    used; 257 = 256 + 1 in one warp) takes the thread-local kernel; 3 rows, a lone power of two
+    (4096: no tail) and a head narrower than one slab (65 = 64 + 1) keep the tiled one. Softmax rows far from zero (±2000) and a
+    late max check the rescaling of each thread's sum."""
+    module = SEEDS[task]
+    monkeypatch.setitem(module._SMS, torch.device("cpu"), 132)
+    monkeypatch.setattr(module, "LONE_LOCAL", True)
+    seen = []
+    for name in (f"_{task}_lone", f"_{task}_tile"):
+        monkeypatch.setattr(module, name, Spy(getattr(module, name), name, seen))
+    for rows, cols in [(1, 4099), (1, 2049), (1, 5000), (1, 257), (3, 4099), (1, 4096), (1, 65)]:
+        run_and_check(task, rows, cols, dtype)
+    lone, tile = f"_{task}_lone", f"_{task}_tile"
+    assert seen == [lone] * 4 + [tile] * 3
+    probe = torch.empty(0, dtype=getattr(torch, dtype))
+    v = 16 // probe.element_size()
+    assert module._lone(1, 4096, 4, 8, probe) == (4096 // (256 * v), 256, v, 1)
+    if task == "softmax":
+        t = torch.float32 if dtype == "float32" else torch.bfloat16
+        for off in (2000.0, -2000.0):
+            x = (torch.randn(1, 4099) + off).to(t)
+            x[0, 4097] += 30  # the row's max in the tail: every thread's sum is rescaled
+            ref = torch.softmax(x.double(), dim=-1)
+            tol = 1e-5 if t == torch.float32 else 1e-2
+            torch.testing.assert_close(module.kernel(x).double(), ref, atol=tol, rtol=tol)
+        monkeypatch.setattr(module, "LONE_LOCAL", False)
+        assert module._lone(1, 4096, 4, 8, x) is None
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("persist", [0, 2])
 def test_softmax_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, persist):

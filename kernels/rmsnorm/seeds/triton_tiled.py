@@ -60,6 +60,7 @@ TUNABLES = {
     "LONE_VEC": [False, True],
     "TAIL_FOLD": [False, True],
     "WIDE_UNROLL_PERSIST": [1, 2],
+    "LONE_LOCAL": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -178,6 +179,12 @@ LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are
 # thread at f32 instead of 4). Only row 0 exists, so the stride is never used. H200 (session 19,
 # 1 x 4099, with W_EARLY): f32 4.6 -> 4.4 us, bf16 4.4 -> 4.2; alone f32 4.6 -> 4.8 (noise-level),
 # bf16 4.9 -> 4.4: on.
+LONE_LOCAL = False  # tiled path, a lone row with a head and a tail (1 x 4099): `_rmsnorm_lone`,
+# each thread's sum of squares kept in the thread, then one cross-thread sum instead of two
+# (sm_90 SASS, 1 x 4099 f32: 2 BAR.SYNC and 176 instructions, not 5 and 224; but ptxas issues the
+# weight's loads after the first shuffle of the sum, a second trip to memory in series). Lost on
+# the H200 (session 21, bench/direct.py --hold --rounds 6, 1,800 calls): 1 x 4099 f32 4.2 -> 4.6
+# us, bf16 4.1 -> 4.4 (a copy: 3.5 / 3.7). Off.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -314,6 +321,31 @@ def _rmsnorm_tile(
                 x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
                 WE,
             )  # fmt: skip
+
+
+@triton.jit
+def _rmsnorm_lone(
+    x_ptr, w_ptr, y_ptr, cols, eps,
+    A: tl.constexpr, T: tl.constexpr, V: tl.constexpr, KT: tl.constexpr,
+):  # fmt: skip
+    """LONE_LOCAL: a lone row as a head of A * T * V columns (no mask) and a tail of KT * T * V
+    (masked), loaded as [slab, thread, vector] tensors so each of the T threads sums its own
+    squares with no other thread; then one cross-thread sum, where the [1, BC] head and tail
+    tiles took two (one over the head, one over the tail). The weight is loaded with x."""
+    HW: tl.constexpr = A * T * V
+    k = tl.arange(0, T)[None, :, None] * V + tl.arange(0, V)[None, None, :]
+    ch = tl.arange(0, A)[:, None, None] * (T * V) + k
+    ct = HW + tl.arange(0, KT)[:, None, None] * (T * V) + k
+    tmask = ct < cols
+    xh = tl.load(x_ptr + ch).to(tl.float32)
+    xt = tl.load(x_ptr + ct, mask=tmask, other=0.0).to(tl.float32)
+    wh = tl.load(w_ptr + ch).to(tl.float32)
+    wt = tl.load(w_ptr + ct, mask=tmask, other=0.0).to(tl.float32)
+    st = tl.sum(tl.sum(xh * xh, axis=2), axis=0) + tl.sum(tl.sum(xt * xt, axis=2), axis=0)
+    rstd = tl.rsqrt(tl.sum(st, axis=0) / cols + eps)
+    ty = y_ptr.dtype.element_ty
+    tl.store(y_ptr + ch, (xh * rstd * wh).to(ty))
+    tl.store(y_ptr + ct, (xt * rstd * wt).to(ty), mask=tmask)
 
 
 @triton.jit
@@ -642,6 +674,16 @@ def _strides(rows: int, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
     return (0, 0) if LONE_VEC and rows == 1 else (x.stride(0), y.stride(0))
 
 
+def _lone(rows: int, bc: int, bt: int, warps: int, x: torch.Tensor) -> tuple | None:
+    """LONE_LOCAL: (A, T, V, KT) of `_rmsnorm_lone` for a lone row with a head of bc and a tail
+    of bt columns (HEAD_TAIL), when the head holds at least one slab of T threads by V-element
+    (16-byte) vectors; None for every other launch."""
+    t, v = 32 * warps, 16 // x.element_size()
+    if not (LONE_LOCAL and rows == 1 and bt > 0 and bc >= t * v):
+        return None
+    return bc // (t * v), t, v, triton.cdiv(bt, t * v)
+
+
 def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
     bytes with one stride (a row's body is aligned in both)."""
@@ -824,6 +866,9 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             return y
         bc, bt = _head_tail(cols)
         r, warps = _tile_shape(rows, bc)
+        if lone := _lone(rows, bc, bt, warps, x):
+            _rmsnorm_lone[(1,)](x, weight, y, cols, EPS, *lone, num_warps=warps)
+            return y
         ntiles = triton.cdiv(rows, r)
         sx, sy = _strides(rows, x, y)
         _rmsnorm_tile[(_programs(ntiles, x.device, PERSIST),)](

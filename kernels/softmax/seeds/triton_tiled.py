@@ -64,6 +64,7 @@ TUNABLES = {
     "ROW_LOOP_RAGGED": [False, True],
     "CHUNK_WARP_ELEMS": [1024, 2048],
     "STATS_PAIR": [False, True],
+    "LONE_LOCAL": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -170,6 +171,12 @@ LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are
 # thread at f32 instead of 4). Only row 0 exists, so the stride is never used. H200 (session 19,
 # bench/direct.py --hold, 200 calls, both orders): 1 x 4099 f32 4.4 -> 4.3 us (a copy: 3.5; a
 # Triton copy of the row 3.6, with a max and a sum 4.3): on.
+LONE_LOCAL = False  # tiled path, a lone row with a head and a tail (1 x 4099): `_softmax_lone`,
+# each thread's max and sum kept in the thread, then two cross-thread reductions (a max, a sum
+# of rescaled sums) instead of four. sm_90 SASS, 1 x 4099 f32: 5 BAR.SYNC and 248 instructions,
+# not 8 and 296. Lost on the H200 all the same (session 21, bench/direct.py --hold --rounds 6,
+# 1,800 calls, two spellings of each): 1 x 4099 f32 4.4 -> 5.2 us, bf16 4.3 -> 4.6 (a copy:
+# 3.6 / 3.7). A lone row's time is not its barriers (session 19's 1-D diagnostic: the same). Off.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
@@ -324,6 +331,39 @@ def _softmax_head_tail(
     ty = y_ptr.dtype.element_ty
     tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), mask=rmask, cache_modifier=CM)
     tl.store(yrow + ct[None, :], (et * inv[:, None]).to(ty), mask=tmask, cache_modifier=CM)
+
+
+@triton.jit
+def _softmax_lone(
+    x_ptr, y_ptr, cols,
+    A: tl.constexpr, T: tl.constexpr, V: tl.constexpr, KT: tl.constexpr, EX: tl.constexpr,
+):  # fmt: skip
+    """LONE_LOCAL: a lone row as a head of A * T * V columns (no mask) and a tail of KT * T * V
+    (masked), both loaded as [slab, thread, vector] tensors so each of the T threads keeps its
+    own slabs and vector lanes: its max and its sum of exp(x - its max) need no other thread.
+    Then one cross-thread max M, one cross-thread sum S of each thread's sum rescaled by
+    exp(its max - M), and y = exp(x - its max) * (exp(its max - M) / S): two cross-thread
+    reductions and one exp an element, where the [1, BC] head and tail tiles took four
+    reductions (a max and a sum each over the head and over the tail)."""
+    HW: tl.constexpr = A * T * V
+    k = tl.arange(0, T)[None, :, None] * V + tl.arange(0, V)[None, None, :]
+    ch = tl.arange(0, A)[:, None, None] * (T * V) + k
+    ct = HW + tl.arange(0, KT)[:, None, None] * (T * V) + k
+    tmask = ct < cols
+    xh = tl.load(x_ptr + ch).to(tl.float32)
+    xt = tl.load(x_ptr + ct, mask=tmask, other=-float("inf")).to(tl.float32)
+    mt = tl.maximum(tl.max(tl.max(xh, axis=2), axis=0), tl.max(tl.max(xt, axis=2), axis=0))
+    mt = tl.where(mt == -float("inf"), 0.0, mt)  # a thread of -inf only: keep exp finite
+    eh = _exp(xh - mt[None, :, None], EX)
+    et = _exp(xt - mt[None, :, None], EX)
+    st = tl.sum(tl.sum(eh, axis=2), axis=0) + tl.sum(tl.sum(et, axis=2), axis=0)
+    m = tl.max(mt, axis=0)
+    sc = _exp(mt - m, EX)
+    den = tl.sum(st * sc, axis=0)
+    f = sc * (1.0 / tl.where(den == 0.0, 1.0, den))
+    ty = y_ptr.dtype.element_ty
+    tl.store(y_ptr + ch, (eh * f[None, :, None]).to(ty))
+    tl.store(y_ptr + ct, (et * f[None, :, None]).to(ty), mask=tmask)
 
 
 @triton.jit
@@ -712,6 +752,16 @@ def _strides(rows: int, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
     return (0, 0) if LONE_VEC and rows == 1 else (x.stride(0), y.stride(0))
 
 
+def _lone(rows: int, bc: int, bt: int, warps: int, x: torch.Tensor) -> tuple | None:
+    """LONE_LOCAL: (A, T, V, KT) of `_softmax_lone` for a lone row with a head of bc and a tail
+    of bt columns (HEAD_TAIL), when the head holds at least one slab of T threads by V-element
+    (16-byte) vectors; None for every other launch."""
+    t, v = 32 * warps, 16 // x.element_size()
+    if not (LONE_LOCAL and rows == 1 and bt > 0 and bc >= t * v):
+        return None
+    return bc // (t * v), t, v, triton.cdiv(bt, t * v)
+
+
 def _chunk_vec(al: int, x: torch.Tensor, y: torch.Tensor) -> bool:
     """CHUNK_VEC: the split path's rows start off a 16-byte boundary, and x and y start on 16
     bytes with one stride (a row's body is aligned in both)."""
@@ -864,6 +914,9 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
             return y
         bc, bt = _head_tail(cols)
         r, warps = _tile_shape(rows, bc)
+        if lone := _lone(rows, bc, bt, warps, x):
+            _softmax_lone[(1,)](x, y, cols, *lone, EX=bool(EXP2), num_warps=warps)
+            return y
         ntiles = triton.cdiv(rows, r)
         sx, sy = _strides(rows, x, y)
         _softmax_tile[(_programs(ntiles, x.device, PERSIST),)](
