@@ -84,3 +84,47 @@ def time_calls(fn, inputs: list, reps: int, budget_s: float, flush=None, hold=No
         if time.monotonic() > t_end and len(times) >= 3:
             break
     return times
+
+
+def device_us_per_call(events: list, is_marker) -> list[float]:
+    """The device time of each call in a profiled run where every call followed a marker (the
+    L2 flush): `events` are the run's device activities (anything with `.name` and
+    `.time_range.start` / `.end` in us: kernels and memcpys), in any order. Each call's time is
+    the sum of its activities' durations: its kernels' time without the gaps between them (the
+    launches). Activities before the first marker belong to no call."""
+    calls: list[float] = []
+    cur = None
+    for ev in sorted(events, key=lambda e: e.time_range.start):
+        if is_marker(ev.name):
+            if cur is not None:
+                calls.append(cur)
+            cur = 0.0
+        elif cur is not None:
+            cur += ev.time_range.end - ev.time_range.start
+    if cur is not None:
+        calls.append(cur)
+    return calls
+
+
+def kernel_times(fn, inputs: list, reps: int, flush) -> tuple[list[float], list[str]]:
+    """Per-call device time in us of fn(*inputs[i % len(inputs)]) on a GPU, from the profiler
+    (CUPTI): each call preceded by a write of `flush` (its fill kernel marks where a call
+    begins), the call's kernels' and memcpys' durations summed (`device_us_per_call`), so
+    launch latency and the gaps between a call's kernels are left out. Also the names of the
+    activities seen (which kernels a call ran). Slower than `time_calls` (the profiler); for
+    telling a kernel's time from its launches'."""
+    import torch
+
+    acts = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for i in range(reps):
+            flush.fill_(float(i))
+            fn(*inputs[i % len(inputs)])
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    def marker(name: str) -> bool:
+        return "fill" in name.lower()
+
+    names = sorted({e.name[:60] for e in events if not marker(e.name)})
+    return device_us_per_call(events, marker), names

@@ -15,7 +15,10 @@ are compared with (ratio > 1: faster). Prints a table as it goes, writes direct-
 --out (rows, then per variant the geomean over the shapes it passed and the geomean ratio over
 the shapes both passed). --rounds N splits each row's calls into N rounds taken in turn, so
 rows that differ by less than the machine's drift can be compared (17 x 131073 moves ~1 us
-between blocks of calls in one process). Official figures come from `cockpit eval … --final`.
+between blocks of calls in one process). --kernel-time N profiles N more calls of each row and
+adds `kernel_us`, its kernels' time alone (CUPTI): what a row's time is without its launches
+(1 x 4099's copy is a 1.25 us memcpy in a 3.4 us call). Official figures come from
+`cockpit eval … --final`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchlib import load_module, load_variant, time_calls  # noqa: E402
+from benchlib import kernel_times, load_module, load_variant, time_calls  # noqa: E402
 
 from cockpit.harness import baselines, scoring  # noqa: E402
 from cockpit.harness.task import Shape, load_task  # noqa: E402
@@ -107,11 +110,22 @@ def main() -> None:
         "(copy, then the variants in order), so a machine that drifts during the run moves every "
         "row alike; a row's median is over all its calls, and `round_medians` keeps each round's",
     )
+    p.add_argument(
+        "--kernel-time",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also profile N more calls of each row (CUPTI, L2 flushed before each) and report "
+        "`kernel_us`, the median of each call's kernel (and memcpy) durations summed: the time "
+        "without launches and the gaps between a call's kernels (GPU only)",
+    )
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()
     if args.rounds < 1 or args.reps < 1:
         p.error("--rounds and --reps must be at least 1")
+    if args.kernel_time < 0 or (args.kernel_time and args.device != "cuda"):
+        p.error("--kernel-time takes a number of calls and needs --device cuda (the profiler)")
 
     task = load_task(args.task)
     ref = load_module(task.reference_path, f"direct_ref_{task.name}")
@@ -202,6 +216,13 @@ def main() -> None:
                     continue
                 calls[name] += t
                 row.setdefault("round_medians", []).append(statistics.median(t))
+        if args.kernel_time:
+            for _, fn, row in timed:
+                if row.get("check") == "ERROR":
+                    continue
+                k, kernels = kernel_times(fn, inputs, args.kernel_time, flush)
+                if k:
+                    row["kernel_us"], row["kernels"] = statistics.median(k), kernels
         copy_us = None
         first = None
         for row in rows:
@@ -223,10 +244,11 @@ def main() -> None:
             med = row.get("median_us")
             pct = 100.0 if row["seed"] == "copy" else row.get("copy_pct", 0)
             ratio = "" if row["seed"] == "copy" else f"{row.get('ratio', 0):5.2f}x"
+            kern = f" kernel {row['kernel_us']:7.2f}us" if "kernel_us" in row else ""
             print(
                 f"{label[:36]:36s} {row['seed'][:40]:40s} {row['check']:>5s} "
                 f"{(f'{med:8.1f}us' if med else '-'):>10s} {row.get('roofline_pct', 0):5.1f}% "
-                f"{pct:5.1f}% {ratio:>6s}  [{time.monotonic() - t0:5.1f}s]",
+                f"{pct:5.1f}% {ratio:>6s}{kern}  [{time.monotonic() - t0:5.1f}s]",
                 flush=True,
             )
         out_file.write_text(json.dumps(doc, indent=1))

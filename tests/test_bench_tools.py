@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 LOOP_KERNEL = """
@@ -260,6 +262,35 @@ def test_direct_times_the_harness_baselines_beside_the_seeds(tmp_path):
     assert set(doc["summary"]) == set(names)
     bad = run_tool("bench/direct.py", "--task", "softmax", "--baselines", "no-such")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_device_time_per_call_is_summed_between_flush_markers_of_a_real_profile(monkeypatch):
+    """benchlib.device_us_per_call on a real torch.profiler run (CPU activities here, top-level
+    ops only; on a GPU, `kernel_times` gives it CUDA kernels): an op before the first flush
+    belongs to no call, each call's time is the sum of its ops' durations, and a flush never
+    counts. bench/direct.py --kernel-time off a GPU is a usage error."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import torch
+    from benchlib import device_us_per_call
+
+    flush, x = torch.empty(1 << 16), torch.randn(512, 512)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        x.sum()  # before any flush: no call's
+        for i in range(3):
+            flush.fill_(float(i))
+            x.clone()
+            x.sum()
+    top = [e for e in prof.events() if e.cpu_parent is None]
+    calls = device_us_per_call(top, lambda name: name == "aten::fill_")
+    assert len(calls) == 3
+    starts = sorted(e.time_range.start for e in top if e.name == "aten::fill_")
+    for i, got in enumerate(calls):
+        lo, hi = starts[i], starts[i + 1] if i + 1 < len(starts) else float("inf")
+        mine = [e for e in top if e.name != "aten::fill_" and lo <= e.time_range.start < hi]
+        assert {e.name for e in mine} == {"aten::clone", "aten::sum"}
+        assert got == pytest.approx(sum(e.time_range.end - e.time_range.start for e in mine))
+    bad = run_tool("bench/direct.py", "--task", "softmax", "--device", "cpu", "--kernel-time", "5")
+    assert bad.returncode == 2 and "--kernel-time" in bad.stderr.splitlines()[-1]
 
 
 def test_direct_runs_variants_side_by_side_and_checks_each_with_the_tasks_check(tmp_path):
