@@ -113,14 +113,18 @@ def kernel_times(fn, inputs: list, reps: int, flush) -> tuple[list[float], list[
     launch latency and the gaps between a call's kernels are left out. Also the names of the
     activities seen (which kernels a call ran). Slower than `time_calls` (the profiler); for
     telling a kernel's time from its launches'."""
+    import warnings
+
     import torch
 
     acts = [torch.profiler.ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=acts) as prof:
-        for i in range(reps):
-            flush.fill_(float(i))
-            fn(*inputs[i % len(inputs)])
-        torch.cuda.synchronize()
+    with warnings.catch_warnings():  # "Profiler clears events at the end of each cycle": one cycle
+        warnings.simplefilter("ignore", UserWarning)
+        with torch.profiler.profile(activities=acts) as prof:
+            for i in range(reps):
+                flush.fill_(float(i))
+                fn(*inputs[i % len(inputs)])
+            torch.cuda.synchronize()
     events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
     def marker(name: str) -> bool:
