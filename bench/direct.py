@@ -220,7 +220,11 @@ def main() -> None:
             for _, fn, row in timed:
                 if row.get("check") == "ERROR":
                     continue
-                k, kernels = kernel_times(fn, inputs, args.kernel_time, flush)
+                try:
+                    k, kernels = kernel_times(fn, inputs, args.kernel_time, flush)
+                except Exception as exc:  # as in the timing: a line, no kernel time
+                    row["kernel_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    continue
                 if k:
                     row["kernel_us"], row["kernels"] = statistics.median(k), kernels
         copy_us = None

@@ -7,9 +7,10 @@ Compiles for sm_90 (H100/H200) on any machine (Triton ships ptxas; no GPU or dri
 then prints registers, stack (spills), shared memory and, for every loop of the SASS (a backward
 branch), its instruction count, barriers, shuffles, shared and local memory operations and
 special-function (MUFU) instructions. Pointers (capitalized names and names ending in `_ptr`)
-are `*fp32` unless --sig says otherwise; other arguments are `i32`. --div marks arguments the launcher would specialize as divisible by 16
-(pointers from the caching allocator, sizes like n = 512): without it, Triton assumes nothing and
-picks another layout, so match the launch you care about.
+are `*fp32` unless --sig says otherwise; other arguments are `i32`. --div marks arguments the
+launcher would specialize as divisible by 16 (pointers from the caching allocator, sizes like
+n = 512): without it, Triton assumes nothing and picks another layout, so match the launch you
+care about. --sass writes the machine code, to read where ptxas put the loads.
 
 Why: the H200's register panel of the QR seeds turned out issue-bound (BENCHMARKS.md, session 3):
 its time followed the loop's instruction count (1.36x slower for 1.35x the instructions) and not

@@ -793,8 +793,8 @@ def test_a_lone_row_reduced_in_each_thread_first_matches(monkeypatch, task, dtyp
     lone rows): a lone row with a head and a tail whose head holds a slab of threads by 16-byte
     vectors (4099 = 4096 + 3; 2049 = 2048 + 1 in 4 warps; 5000 = 4096 + 904, a tail slab mostly
     used; 257 = 256 + 1 in one warp) takes the thread-local kernel; 3 rows, a lone power of two
-    (4096: no tail) and a head narrower than one slab (65 = 64 + 1) keep the tiled one. Softmax rows far from zero (±2000) and a
-    late max check the rescaling of each thread's sum."""
+    (4096: no tail) and a head narrower than one slab (65 = 64 + 1) keep the tiled one. Softmax
+    rows far from zero (±2000) and a late max check the rescaling of each thread's sum."""
     module = SEEDS[task]
     monkeypatch.setitem(module._SMS, torch.device("cpu"), 132)
     monkeypatch.setattr(module, "LONE_LOCAL", True)
