@@ -184,7 +184,8 @@ LONE_LOCAL = False  # tiled path, a lone row with a head and a tail (1 x 4099): 
 # (sm_90 SASS, 1 x 4099 f32: 2 BAR.SYNC and 176 instructions, not 5 and 224; but ptxas issues the
 # weight's loads after the first shuffle of the sum, a second trip to memory in series). Lost on
 # the H200 (session 21, bench/direct.py --hold --rounds 6, 1,800 calls): 1 x 4099 f32 4.2 -> 4.6
-# us, bf16 4.1 -> 4.4 (a copy: 3.5 / 3.7). Off.
+# us, bf16 4.1 -> 4.4 (a copy: 3.5 / 3.7); at 16 or 32 warps it ties the default (4.32, call 2).
+# Off.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200

@@ -176,7 +176,9 @@ LONE_LOCAL = False  # tiled path, a lone row with a head and a tail (1 x 4099): 
 # of rescaled sums) instead of four. sm_90 SASS, 1 x 4099 f32: 5 BAR.SYNC and 248 instructions,
 # not 8 and 296. Lost on the H200 all the same (session 21, bench/direct.py --hold --rounds 6,
 # 1,800 calls, two spellings of each): 1 x 4099 f32 4.4 -> 5.2 us, bf16 4.3 -> 4.6 (a copy:
-# 3.6 / 3.7). A lone row's time is not its barriers (session 19's 1-D diagnostic: the same). Off.
+# 3.6 / 3.7); at 16 or 32 warps 4.9 / 4.4 against 4.2 (call 2). Kernel time alone (CUPTI): 2.85
+# against 2.05 us. A lone row's time is not its barriers (session 19's 1-D diagnostic: the
+# same). Off.
 CHUNK_VEC = True  # split path, rows that start off a 16-byte boundary (17 x 131073): chunks
 # cut the row's aligned body, read and written in 16-byte vectors, and chunk 0 also takes the
 # edges one by one (ROW_VEC's layout), instead of 2-byte / 4-byte scalars everywhere. H200
