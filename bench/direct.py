@@ -47,6 +47,11 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def _why(exc: Exception) -> str:
+    """A failure as a row keeps it: the exception's type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 def shape_arg(text: str) -> Shape:
     """A shape as KEY=VALUE,... (integers where they parse): an argparse type, so a malformed
     one is a one-line usage error."""
@@ -201,7 +206,7 @@ def main() -> None:
                 timed.append((name, fn, row))
             except Exception as exc:
                 row["check"] = "ERROR"
-                row["message"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                row["message"] = _why(exc)
         calls: dict[str, list[float]] = {name: [] for name, *_ in timed}
         per = -(-args.reps // args.rounds)
         for _ in range(args.rounds):
@@ -212,7 +217,7 @@ def main() -> None:
                     t = time_calls(fn, inputs, per, args.budget_s / args.rounds, flush, hold)
                 except Exception as exc:  # a variant that fails while timed: a line, no time
                     row["check"] = "ERROR"
-                    row["message"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    row["message"] = _why(exc)
                     continue
                 calls[name] += t
                 row.setdefault("round_medians", []).append(statistics.median(t))
@@ -223,7 +228,7 @@ def main() -> None:
                 try:
                     k, kernels = kernel_times(fn, inputs, args.kernel_time, flush)
                 except Exception as exc:  # as in the timing: a line, no kernel time
-                    row["kernel_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    row["kernel_error"] = _why(exc)
                     continue
                 if k:
                     row["kernel_us"], row["kernels"] = statistics.median(k), kernels
