@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 from judge_helpers import KERNELS, UNUSUAL, describe, run_judge, task_for
+from task_files import load_file
 
-from cockpit.harness.task import list_tasks
+from cockpit.harness.task import list_tasks, load_task
+from cockpit.harness.verify import default_check, load_reference
 
 FALSE_REJECTS: dict[str, str] = {}
 SLOW = {"softmax_compile_warm_at_import.py", "softmax_triton_small_block.py"}
@@ -67,3 +70,24 @@ def test_torch_compile_candidate_is_timed_compiled_not_eager():
     counts = [int(m) for m in re.findall(r"timed call: dynamo graphs=(\d+)", result.log_tail)]
     assert counts, f"the probe printed nothing from timed calls; log tail: {result.log_tail[-300:]!r}"
     assert counts[-1] >= 1, f"timed calls ran with {counts[-1]} dynamo graphs built: eager, not compiled"
+
+
+def test_a_sequential_float32_sum_is_caught_on_a_dominant_row():
+    """Why softmax_transposed sums with a cascade: one element 17 above the rest of a 1 x 1000
+    row makes every other term 4e-8, below half an ulp of the running sum 1.0 (6e-8). Adding
+    them one after another in float32 drops them all (4e-5 of the sum, 4x the tolerance), and
+    the check against float64 must see it."""
+    task = load_task("softmax")
+    ref = load_reference(task)
+    x = torch.full((1, 1000), -2.5)
+    x[0, 0] = 14.5
+    e = torch.exp(x - x.max())
+    acc = torch.zeros((), dtype=torch.float32)
+    for v in e.view(-1):  # sequential, in float32
+        acc = acc + v
+    ok_seq, metrics = default_check(task, ref, (x,), [e / acc])
+    assert not ok_seq, "a float32 sequential sum passed a check that should reject it"
+    assert "tolerance" in metrics.get("message", "")
+    fixed = load_file(UNUSUAL / "softmax_transposed.py", "softmax_transposed").kernel(x)
+    ok_fixed, m2 = default_check(task, ref, (x,), [fixed])
+    assert ok_fixed, m2
