@@ -786,6 +786,50 @@ def test_a_tail_folded_into_a_head_wide_tile_matches(monkeypatch, task, dtype):
     assert seen == [True, True, True, False, False]
 
 
+def guarded_outputs(monkeypatch, pad: int = 4096) -> list:
+    """Make torch.empty_like hand out views at the start of a larger buffer whose remaining
+    `pad` elements hold a sentinel; returns the (buffer, view) pairs, to check that no kernel
+    wrote past its output (the interpreter does not catch an unmasked out-of-bounds store)."""
+    real, made = torch.empty_like, []
+
+    def empty_like(t, *args, **kwargs):
+        buf = torch.full((t.numel() + pad,), 7.0, dtype=t.dtype, device=t.device)
+        view = buf[: t.numel()].view(t.shape)
+        made.append((buf, view))
+        return view if t.is_contiguous() and not args and not kwargs else real(t, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "empty_like", empty_like)
+    return made
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_full_tiles_drop_the_row_mask_and_match(monkeypatch, task, dtype):
+    """FULL_TILES (on): tiles whose rows load as 2-byte scalars (bf16 rows off every vector
+    boundary: 257, 33, 17 columns) launch with FT, so every tile with all its rows takes the body
+    with no row mask and a ragged last one (9 rows of 257 in tiles of 4, 7 of 33 in tiles of 8)
+    the masked body; float32 rows, and bf16 rows on 16 bytes (264 columns), launch without.
+    Then forced on for every dtype and for plain tiles (no head and tail) too. Every case
+    matches, and nothing is written past the output (a sentinel after it stays)."""
+    module = SEEDS[task]
+    seen = []
+    name = f"_{task}_tile"
+    monkeypatch.setattr(module, name, Spy(getattr(module, name), "t", seen, "FT"))
+    made = guarded_outputs(monkeypatch)
+    cases = [(9, 257), (7, 33), (5, 17), (1, 257), (8, 264)]
+    for rows, cols in cases:
+        run_and_check(task, rows, cols, dtype)
+    assert seen == ([True] * 4 + [False] if dtype == "bfloat16" else [False] * 5)
+    monkeypatch.setattr(module, "_full_tiles", lambda al, x: True)
+    monkeypatch.setattr(module, "HEAD_TAIL", False)
+    for short in (1024, 0):
+        monkeypatch.setattr(module, "SHORT_ROW_TILE", short)
+        for rows, cols in [(9, 257), (7, 100), (3, 17)]:
+            run_and_check(task, rows, cols, dtype)
+    assert seen[len(cases) :] == [True] * 6
+    assert made and all(bool((buf[view.numel() :] == 7.0).all()) for buf, view in made)
+
+
 @pytest.mark.parametrize("task", sorted(TASKS))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_a_lone_row_reduced_in_each_thread_first_matches(monkeypatch, task, dtype):

@@ -61,6 +61,7 @@ TUNABLES = {
     "TAIL_FOLD": [False, True],
     "WIDE_UNROLL_PERSIST": [1, 2],
     "LONE_LOCAL": [False, True],
+    "FULL_TILES": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -179,6 +180,14 @@ LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are
 # thread at f32 instead of 4). Only row 0 exists, so the stride is never used. H200 (session 19,
 # 1 x 4099, with W_EARLY): f32 4.6 -> 4.4 us, bf16 4.4 -> 4.2; alone f32 4.6 -> 4.8 (noise-level),
 # bf16 4.9 -> 4.4: on.
+FULL_TILES = True  # tiled path, rows that load as 2-byte scalars (`_full_tiles`): a tile whose R
+# rows are all there (every tile but a ragged last one) takes a second copy of the body with no
+# row mask, so its loads and stores are not predicated. sm_90 SASS, 65537 x 257 bf16 (4 rows a
+# warp, 256 + 1): 576 -> ~510 instructions. H200 (session 22, bench/direct.py side by side, two
+# processes): 65537 x 257 bf16 25.5 -> 25.0 and 25.4 -> 24.9 us (kernel 23.26 -> 22.69, 23.10
+# -> 22.53; a copy of x 22.6 / 23.5). For every tile it lost where accesses are vectors:
+# 1000 x 1000 f32 6.1 -> 6.4, 4099 x 3000 bf16 17.5 -> 18.0; f32 257 columns (4-byte scalars)
+# +-1%; hence the rule.
 LONE_LOCAL = False  # tiled path, a lone row with a head and a tail (1 x 4099): `_rmsnorm_lone`,
 # each thread's sum of squares kept in the thread, then one cross-thread sum instead of two
 # (sm_90 SASS, 1 x 4099 f32: 2 BAR.SYNC and 176 instructions, not 5 and 224; but ptxas issues the
@@ -235,9 +244,10 @@ EPS = 1e-6  # the task's eps (task.toml)
 def _rmsnorm_tile_rows(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    WE: tl.constexpr,
+    WE: tl.constexpr, RM: tl.constexpr,
 ):  # fmt: skip
-    """Tile t: rows t*R .. t*R+R-1. WE (W_EARLY): the weight is loaded before the reduction."""
+    """Tile t: rows t*R .. t*R+R-1. WE (W_EARLY): the weight is loaded before the reduction.
+    RM: rows masked (off: the caller checked that all R rows are there)."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -245,7 +255,7 @@ def _rmsnorm_tile_rows(
         stride_y = stride_y // AL * AL
     r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
-    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    mask = ((r[:, None] < rows) if RM else True) & (c[None, :] < cols)
     xp = x_ptr + r[:, None] * stride_x + c[None, :]
     x = tl.load(xp, mask=mask, other=0.0, eviction_policy=EV).to(tl.float32)
     if WE:
@@ -262,14 +272,15 @@ def _rmsnorm_tile_rows(
 def _rmsnorm_head_tail(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr,
+    BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr, RM: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
     power of two (257 = 256 + 1), which a next_pow2 tile pads to twice their length, so half its
     lanes load, multiply and store nothing. WE (W_EARLY): the weight is loaded before the
     reduction. FOLD (TAIL_FOLD): the tail is a tile as wide as the head (masked past the row), so
-    the sum of squares is one reduction over both instead of two."""
+    the sum of squares is one reduction over both instead of two. RM: rows masked (off: the
+    caller checked that all R rows are there, and the head loads and stores are unpredicated)."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -279,9 +290,13 @@ def _rmsnorm_head_tail(
     c = tl.arange(0, BC)
     ct = BC + tl.arange(0, TW)
     rmask = r[:, None] < rows
-    tmask = rmask & (ct[None, :] < cols)
+    tmask = (rmask & (ct[None, :] < cols)) if RM else (ct[None, :] < cols)
     xrow = x_ptr + r[:, None] * stride_x
-    xh = tl.load(xrow + c[None, :], mask=rmask, other=0.0, eviction_policy=EV).to(tl.float32)
+    if RM:
+        xh = tl.load(xrow + c[None, :], mask=rmask, other=0.0, eviction_policy=EV)
+    else:
+        xh = tl.load(xrow + c[None, :], eviction_policy=EV)
+    xh = xh.to(tl.float32)
     xt = tl.load(xrow + ct[None, :], mask=tmask, other=0.0, eviction_policy=EV).to(tl.float32)
     if WE:
         wh = tl.load(w_ptr + c).to(tl.float32)
@@ -298,7 +313,10 @@ def _rmsnorm_head_tail(
     ty = y_ptr.dtype.element_ty
     yh = xh * rstd[:, None] * wh[None, :]
     yt = xt * rstd[:, None] * wt[None, :]
-    tl.store(yrow + c[None, :], yh.to(ty), mask=rmask, cache_modifier=CM)
+    if RM:
+        tl.store(yrow + c[None, :], yh.to(ty), mask=rmask, cache_modifier=CM)
+    else:
+        tl.store(yrow + c[None, :], yh.to(ty), cache_modifier=CM)
     tl.store(yrow + ct[None, :], yt.to(ty), mask=tmask, cache_modifier=CM)
 
 
@@ -307,21 +325,46 @@ def _rmsnorm_tile(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
     AL: tl.constexpr, BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr,
+    FT: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
-        if BT > 0:  # HEAD_TAIL
-            _rmsnorm_head_tail(
-                x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
-                BT, WE, FOLD,
-            )  # fmt: skip
+        if FT:  # FULL_TILES: a tile with all R rows there takes the copy with no row mask
+            if (t + 1) * R <= rows:
+                _rmsnorm_tile_any(
+                    x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM,
+                    AL, BT, WE, FOLD, False,
+                )  # fmt: skip
+            else:
+                _rmsnorm_tile_any(
+                    x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM,
+                    AL, BT, WE, FOLD, True,
+                )  # fmt: skip
         else:
-            _rmsnorm_tile_rows(
+            _rmsnorm_tile_any(
                 x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
-                WE,
+                BT, WE, FOLD, True,
             )  # fmt: skip
+
+
+@triton.jit
+def _rmsnorm_tile_any(
+    x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
+    BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr, RM: tl.constexpr,
+):  # fmt: skip
+    if BT > 0:  # HEAD_TAIL
+        _rmsnorm_head_tail(
+            x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL, BT,
+            WE, FOLD, RM,
+        )  # fmt: skip
+    else:
+        _rmsnorm_tile_rows(
+            x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL, WE,
+            RM,
+        )  # fmt: skip
 
 
 @triton.jit
@@ -705,6 +748,12 @@ def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
     return r, _warps(r * bc, TILE_WARP_ELEMS)
 
 
+def _full_tiles(al: int, x: torch.Tensor) -> bool:
+    """FULL_TILES: tiles whose rows load as 2-byte scalars (al == 1: the rows start off every
+    vector boundary, bf16 257 columns), where a predicate per element costs the most."""
+    return bool(FULL_TILES) and al == 1 and x.element_size() <= 2
+
+
 _SMS: dict = {}
 
 
@@ -877,7 +926,8 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al, BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             WE=bool(W_EARLY) and ntiles < _sm_count(x.device),
-            FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device), num_warps=warps,
+            FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
+            FT=_full_tiles(al, x), num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):

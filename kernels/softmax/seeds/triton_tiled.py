@@ -65,6 +65,7 @@ TUNABLES = {
     "CHUNK_WARP_ELEMS": [1024, 2048],
     "STATS_PAIR": [False, True],
     "LONE_LOCAL": [False, True],
+    "FULL_TILES": [False, True],
 }
 TILE_ELEMS = 8192  # elements per program in the tiled path (R rows of BC columns)
 SINGLE_MAX = 8192  # longest row done in one tile; longer rows are split into chunks
@@ -171,6 +172,13 @@ LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are
 # thread at f32 instead of 4). Only row 0 exists, so the stride is never used. H200 (session 19,
 # bench/direct.py --hold, 200 calls, both orders): 1 x 4099 f32 4.4 -> 4.3 us (a copy: 3.5; a
 # Triton copy of the row 3.6, with a max and a sum 4.3): on.
+FULL_TILES = True  # tiled path, rows that load as 2-byte scalars (`_full_tiles`): a tile whose R
+# rows are all there (every tile but a ragged last one) takes a second copy of the body with no
+# row mask, so its loads and stores are not predicated. sm_90 SASS, 65537 x 257 bf16 (4 rows a
+# warp, 256 + 1): 696 -> ~616 instructions. H200 (session 22, bench/direct.py side by side):
+# 65537 x 257 bf16 25.7 -> 25.0 us (kernel 23.52 -> 22.69; a copy of x 23.3); 65537 x 257 f32
+# (4-byte scalars) 37.3 -> 37.6 and 37.1 -> 37.6, 1000 x 1000 bf16 (vectors) 5.1 -> 5.2; hence
+# the rule.
 LONE_LOCAL = False  # tiled path, a lone row with a head and a tail (1 x 4099): `_softmax_lone`,
 # each thread's max and sum kept in the thread, then two cross-thread reductions (a max, a sum
 # of rescaled sums) instead of four. sm_90 SASS, 1 x 4099 f32: 5 BAR.SYNC and 248 instructions,
@@ -262,9 +270,10 @@ def _norm(e, total, EX: tl.constexpr):
 def _softmax_tile_rows(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    EX: tl.constexpr,
+    EX: tl.constexpr, RM: tl.constexpr,
 ):  # fmt: skip
-    """Tile t: rows t*R .. t*R+R-1. EX (EXP2): `_exp`'s exp2, and a product by 1 / sum."""
+    """Tile t: rows t*R .. t*R+R-1. EX (EXP2): `_exp`'s exp2, and a product by 1 / sum. RM: rows
+    masked (off: the caller checked that all R rows are there)."""
     if AL > 1:  # row starts and the row length are multiples of AL (host-checked); the no-op
         # `// AL * AL` tells the compiler so (tl.multiple_of does not reach an argument): vectors
         cols = cols // AL * AL
@@ -272,7 +281,7 @@ def _softmax_tile_rows(
         stride_y = stride_y // AL * AL
     r = (t * R + tl.arange(0, R)).to(tl.int64)
     c = tl.arange(0, BC)
-    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    mask = ((r[:, None] < rows) if RM else True) & (c[None, :] < cols)
     x = tl.load(
         x_ptr + r[:, None] * stride_x + c[None, :],
         mask=mask,
@@ -294,14 +303,15 @@ def _softmax_tile_rows(
 def _softmax_head_tail(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr,
+    BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr, RM: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
     power of two (257 = 256 + 1), which a next_pow2 tile pads to twice their length, so half its
     lanes load, exponentiate and store nothing. Divides once per row. FOLD (TAIL_FOLD): the tail
     is a tile as wide as the head (masked past the row), so each of the max and the sum is one
-    reduction over both instead of two (half the cross-warp barriers)."""
+    reduction over both instead of two (half the cross-warp barriers). RM: rows masked (off: the
+    caller checked that all R rows are there, and the head loads and stores are unpredicated)."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -311,9 +321,12 @@ def _softmax_head_tail(
     c = tl.arange(0, BC)
     ct = BC + tl.arange(0, TW)
     rmask = r[:, None] < rows
-    tmask = rmask & (ct[None, :] < cols)
+    tmask = (rmask & (ct[None, :] < cols)) if RM else (ct[None, :] < cols)
     xrow = x_ptr + r[:, None] * stride_x
-    xh = tl.load(xrow + c[None, :], mask=rmask, other=-float("inf"), eviction_policy=EV)
+    if RM:
+        xh = tl.load(xrow + c[None, :], mask=rmask, other=-float("inf"), eviction_policy=EV)
+    else:
+        xh = tl.load(xrow + c[None, :], eviction_policy=EV)
     xt = tl.load(xrow + ct[None, :], mask=tmask, other=-float("inf"), eviction_policy=EV)
     xh = xh.to(tl.float32)
     xt = xt.to(tl.float32)
@@ -331,7 +344,10 @@ def _softmax_head_tail(
     inv = 1.0 / tl.where(den == 0.0, 1.0, den)
     yrow = y_ptr + r[:, None] * stride_y
     ty = y_ptr.dtype.element_ty
-    tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), mask=rmask, cache_modifier=CM)
+    if RM:
+        tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), mask=rmask, cache_modifier=CM)
+    else:
+        tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), cache_modifier=CM)
     tl.store(yrow + ct[None, :], (et * inv[:, None]).to(ty), mask=tmask, cache_modifier=CM)
 
 
@@ -500,19 +516,44 @@ def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
     AL: tl.constexpr, BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr,
+    FT: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
-        if BT > 0:  # HEAD_TAIL
-            _softmax_head_tail(
-                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX
-            )  # fmt: skip
+        if FT:  # FULL_TILES: a tile with all R rows there takes the copy with no row mask
+            if (t + 1) * R <= rows:
+                _softmax_tile_any(
+                    x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD,
+                    EX, False,
+                )  # fmt: skip
+            else:
+                _softmax_tile_any(
+                    x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD,
+                    EX, True,
+                )  # fmt: skip
         else:
-            _softmax_tile_rows(
-                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, EX
+            _softmax_tile_any(
+                x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX,
+                True,
             )  # fmt: skip
+
+
+@triton.jit
+def _softmax_tile_any(
+    x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
+    R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
+    BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr, RM: tl.constexpr,
+):  # fmt: skip
+    if BT > 0:  # HEAD_TAIL
+        _softmax_head_tail(
+            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX, RM
+        )  # fmt: skip
+    else:
+        _softmax_tile_rows(
+            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, EX, RM
+        )  # fmt: skip
 
 
 @triton.jit
@@ -784,6 +825,12 @@ def _tile_shape(rows: int, bc: int) -> tuple[int, int]:
     return r, _warps(r * bc, TILE_WARP_ELEMS)
 
 
+def _full_tiles(al: int, x: torch.Tensor) -> bool:
+    """FULL_TILES: tiles whose rows load as 2-byte scalars (al == 1: the rows start off every
+    vector boundary, bf16 257 columns), where a predicate per element costs the most."""
+    return bool(FULL_TILES) and al == 1 and x.element_size() <= 2
+
+
 _SMS: dict = {}
 
 
@@ -925,7 +972,7 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
             x, y, rows, cols, sx, sy, ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             BT=bt, FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-            EX=bool(EXP2), num_warps=warps,
+            EX=bool(EXP2), FT=_full_tiles(al, x), num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):
