@@ -111,6 +111,8 @@ ROW_SPLIT = False  # rows past SINGLE_MAX that are too few to fill the SMs (17 x
 # chunks' statistics (`_softmax_row_split`), instead of two launches that read x twice. Off: no
 # faster on the H200 (session 11, bench/direct.py side by side, 17 x 131073 bf16): 11.8 us
 # against 11.8 at ROW_SPLIT_PER_SM = 4, 12.2 at 8, 14.0 against 11.9 at 1 (rmsnorm gained)
+# Again in session 22, after EXP2 / STATS_PAIR / PDL_EARLY made the two launches faster
+# (three processes, --kernel-time): 11.7 us against 9.6-9.8 (kernel 9.4 against 6.8).
 ROW_SPLIT_PER_SM = 4  # programs an SM that launch assumes resident at once
 SPIN_MAX = 1 << 16  # barrier polls before a program of that launch gives up (its chunk: NaN)
 ROW_SPLIT_COOP = True  # that launch as a cooperative grid: every program resident, or the
