@@ -46,6 +46,11 @@ KEEP_ENV = {
 
 def scrubbed_env(workdir: Path, cache_dir: Path, device: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
+    # the interpreter's own bin first: an environment's tools (ninja, which load_inline runs)
+    # are found whether or not it was activated
+    here = os.path.dirname(sys.executable)
+    path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and p != here]
+    env["PATH"] = os.pathsep.join([here, *path])
     env.update(
         HOME=str(workdir),
         TMPDIR=str(workdir),

@@ -65,3 +65,20 @@ def test_the_arenas_torch_cuda_stream_cannot_be_subclassed():
 
         class Quiet(_TrackedStream):  # noqa: F841
             pass
+
+
+def test_the_candidates_environment_finds_the_interpreters_own_tools_first(monkeypatch, tmp_path):
+    """load_inline (a backend candidates may use) runs `ninja`, which pip puts beside the
+    interpreter: the candidate's PATH starts with that folder even when the environment was not
+    activated (CI runs `.venv/bin/python -m pytest`), once, before the rest of PATH in order.
+    Keys and other variables are still dropped."""
+    from cockpit.harness import sandbox
+
+    here = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", f"/usr/local/bin:{here}:/usr/bin")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-candidates")
+    env = sandbox.scrubbed_env(tmp_path, tmp_path, "cpu")
+    assert env["PATH"].split(":") == [here, "/usr/local/bin", "/usr/bin"]
+    assert "OPENAI_API_KEY" not in env and env["HOME"] == str(tmp_path)
+    monkeypatch.delenv("PATH")
+    assert sandbox.scrubbed_env(tmp_path, tmp_path, "cpu")["PATH"].split(":")[0] == here

@@ -7,6 +7,7 @@ These run the full default pipeline (static scan included), as the loop would.
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 import torch
@@ -17,7 +18,13 @@ from cockpit.harness.task import list_tasks, load_task
 from cockpit.harness.verify import default_check, load_reference
 
 FALSE_REJECTS: dict[str, str] = {}
-SLOW = {"softmax_compile_warm_at_import.py", "softmax_triton_small_block.py"}
+SLOW = {
+    "softmax_compile_warm_at_import.py",
+    "softmax_triton_small_block.py",
+    "softmax_cpp_inline.py",
+}
+# candidates that need a tool the machine may not have: (what, is it here)
+NEEDS = {"softmax_cpp_inline.py": ("a C++ compiler (c++)", shutil.which("c++") is not None)}
 
 
 def _unusual_params() -> list:
@@ -30,6 +37,8 @@ def _unusual_params() -> list:
             marks.append(pytest.mark.xfail(strict=True, reason=FALSE_REJECTS[p.name]))
         if p.name in SLOW:
             marks.append(pytest.mark.slow)
+        if p.name in NEEDS and not NEEDS[p.name][1]:
+            marks.append(pytest.mark.skip(reason=f"needs {NEEDS[p.name][0]}"))
         out.append(pytest.param(p.name, id=p.stem, marks=marks))
     return out
 
