@@ -22,9 +22,14 @@ SLOW = {
     "softmax_compile_warm_at_import.py",
     "softmax_triton_small_block.py",
     "softmax_cpp_inline.py",
+    "softmax_cuda_inline.py",
 }
 # candidates that need a tool the machine may not have: (what, is it here)
-NEEDS = {"softmax_cpp_inline.py": ("a C++ compiler (c++)", shutil.which("c++") is not None)}
+NEEDS = {
+    "softmax_cpp_inline.py": ("a C++ compiler (c++)", shutil.which("c++") is not None),
+    # built and judged on the H200 by `cockpit eval softmax … --device cuda --quick` (NOTES.md)
+    "softmax_cuda_inline.py": ("a CUDA GPU (these tests judge on the CPU)", False),
+}
 
 
 def _unusual_params() -> list:
