@@ -22,7 +22,6 @@ SLOW = {
     "softmax_compile_warm_at_import.py",
     "softmax_triton_small_block.py",
     "softmax_cpp_inline.py",
-    "softmax_cuda_inline.py",
 }
 # candidates that need a tool the machine may not have: (what, is it here)
 NEEDS = {
