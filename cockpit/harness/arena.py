@@ -181,7 +181,13 @@ def _trim_tb(exc: BaseException) -> str:
     where = "; ".join(
         f"line {f.lineno} in {f.name}: {(f.line or '').strip()[:120]}" for f in mine[-3:]
     )
-    msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+    lines = str(exc).strip().splitlines()
+    msg = f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
+    # a build that failed (load_inline: "Error building extension", then the compiler's log):
+    # its first diagnostic is what the author can act on, not the command line that heads it
+    diag = next((ln.strip() for ln in lines[1:] if "error:" in ln), "")
+    if diag:
+        msg += f" | {diag[:300]}"
     return f"{msg} ({where})" if where else msg
 
 

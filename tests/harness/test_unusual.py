@@ -104,3 +104,21 @@ def test_a_sequential_float32_sum_is_caught_on_a_dominant_row():
     fixed = load_file(UNUSUAL / "softmax_transposed.py", "softmax_transposed").kernel(x)
     ok_fixed, m2 = default_check(task, ref, (x,), [fixed])
     assert ok_fixed, m2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not NEEDS["softmax_cpp_inline.py"][1], reason="needs a C++ compiler (c++)")
+def test_a_load_inline_build_that_fails_names_the_compiler_error(tmp_path):
+    """The cpp_inline candidate with a C++ syntax error: the load stage rejects it, and the
+    message carries the compiler's first diagnostic (what its author can fix), not only the
+    "Error building extension" line whose head is the compiler's command line."""
+    src = (UNUSUAL / "softmax_cpp_inline.py").read_text()
+    bad = src.replace("return y.to(x.scalar_type());", "return y.to(x.scalar_type()) oops;")
+    assert bad != src
+    path = tmp_path / "bad_inline.py"
+    path.write_text(bad)
+    result = run_judge("softmax", path)
+    assert result.status != "ok", describe(result)
+    (reason,) = [r for r in result.reasons if r.stage == "load"]
+    assert "Error building extension" in reason.message
+    assert "error:" in reason.message and "oops" in reason.message, reason.message
