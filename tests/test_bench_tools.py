@@ -415,7 +415,7 @@ def test_sass_stats_tells_vector_loads_from_scalar_ones(tmp_path):
         out = tmp_path / f"al{al}.json"
         r = run_tool(
             "bench/sass_stats.py", "kernels/softmax/seeds/triton_tiled.py", "_softmax_tile",
-            "--const", "R=2", "BC=4096", "EV=", "CM=", "LOOP=False", f"AL={al}", "BT=0",
+            "--const", "R=2", "BC=4096", "EV=", "CM=", "LOOP=False", f"AL={al}", "BT=0", "SPL=1",
             "--div", "x_ptr", "y_ptr", "--sig", "x_ptr=*fp32", "y_ptr=*fp32", "--warps", "8",
             "--json", str(out),
         )  # fmt: skip
@@ -437,7 +437,7 @@ def test_sass_stats_takes_ptr_names_as_pointers_and_writes_the_sass(tmp_path):
         ("_rmsnorm_lone", ["A=4", "T=256", "V=4", "KT=1"], ["x_ptr", "w_ptr", "y_ptr"]),
         (
             "_rmsnorm_tile",
-            ["R=1", "BC=4096", "EV=", "CM=", "LOOP=0", "AL=1", "BT=4", "WE=1", "FOLD=0"],
+            ["R=1", "BC=4096", "EV=", "CM=", "LOOP=0", "AL=1", "BT=4", "WE=1", "FOLD=0", "SPL=1"],
             ["x_ptr", "w_ptr", "y_ptr", "stride_x", "stride_y"],
         ),
     ):

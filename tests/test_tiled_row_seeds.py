@@ -834,6 +834,38 @@ def test_full_tiles_drop_the_row_mask_and_match(monkeypatch, task, dtype):
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_lone_row_split_over_programs_stores_every_column(monkeypatch, task, dtype):
+    """LONE_SPLIT (4): a lone row with a head and a tail of at least 256 head columns a program
+    (4099 = 4096 + 3, 2051, 1030) launches 4 programs sharing its one tile; each stores its
+    quarter of the head and the last also the tail. Every column is written (the output starts
+    as a sentinel, which the check would catch), nothing past it, and the values match. Several
+    rows, a head too short to split (257 = 256 + 1) and no tail (a lone 4096, padded 3000) keep
+    one program a tile. 2 and 8 programs match too; 3 (not a power of two) is not used."""
+    module = SEEDS[task]
+    grids, seen = [], []
+    name = f"_{task}_tile"
+    monkeypatch.setattr(module, name, Spy(getattr(module, name), "t", seen, "SPL", grids=grids))
+    monkeypatch.setattr(module, "ROW_VEC", False)  # or the interpreter's 1 SM sends 4096 there
+    made = guarded_outputs(monkeypatch)
+    cases = [(1, 4099), (1, 2051), (1, 1030), (3, 4099), (1, 257), (1, 4096), (1, 3000)]
+    for rows, cols in cases:
+        run_and_check(task, rows, cols, dtype)
+    assert seen == [4, 4, 4, 1, 1, 1, 1]
+    assert grids[:3] == [(4,)] * 3 and grids[3] == (2,)  # 3 rows: two tiles of 2
+    for k in (2, 8):
+        monkeypatch.setattr(module, "LONE_SPLIT", k)
+        run_and_check(task, 1, 4099, dtype)
+        assert seen[-1] == k and grids[-1] == (k,)
+    assert made and all(bool((buf[view.numel() :] == 7.0).all()) for buf, view in made)
+    monkeypatch.setattr(module, "LONE_SPLIT", 3)
+    assert module._lone_split(1, 4096, 4) == 1
+    monkeypatch.setattr(module, "LONE_SPLIT", 4)
+    monkeypatch.setattr(module, "PERSIST", 2)
+    assert module._lone_split(1, 4096, 4) == 1
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_a_lone_row_reduced_in_each_thread_first_matches(monkeypatch, task, dtype):
     """LONE_LOCAL on a 132-SM GPU (the interpreter's count replaced, or ROW_VEC would take the
     lone rows): a lone row with a head and a tail whose head holds a slab of threads by 16-byte

@@ -58,6 +58,7 @@ TUNABLES = {
     "LOOP_UNROLL": [0, 4],
     "LOOP_RAGGED": [False, True],
     "LONE_VEC": [False, True],
+    "LONE_SPLIT": [1, 2, 4, 8],
     "TAIL_FOLD": [False, True],
     "WIDE_UNROLL_PERSIST": [1, 2],
     "LONE_LOCAL": [False, True],
@@ -174,6 +175,14 @@ TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1
 # tail at once (a lone row is latency: each cross-warp reduction is two barriers). Lost on the
 # H200 (session 19, 1 x 4099 f32 with LONE_VEC: 4.8 -> 5.7 us; with W_EARLY 4.4 -> 4.5, bf16
 # 4.2 -> 4.4): the masked tail is scalar and twice the registers. Off.
+LONE_SPLIT = 4  # tiled path, a lone row with a head and a tail (1 x 4099, `_lone_split`): this many
+# programs each load and reduce the whole row and store 1/LONE_SPLIT of it, so its stores leave
+# from that many SMs with no second launch or grid barrier (1: one program). H200 (session 23,
+# bench/direct.py --hold --rounds 3, four processes, the seeds' body as a diagnostic, K = 1-16):
+# 1 x 4099 f32 kernel 1.92-1.98 -> 1.82-1.92 us; 8 and 16 programs lose it. In the seed (call 3,
+# two processes; each program loads only its part of the weight): f32 1.94-1.95 -> 1.76 us of
+# kernel, 80.3-84.1% -> 84.1-87.4% of a copy; bf16 1.86-1.89 -> 1.60, 90.1-91.3% -> 94.4-95.9%.
+# On.
 LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
 # Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
 # 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
@@ -273,6 +282,7 @@ def _rmsnorm_head_tail(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
     BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr, RM: tl.constexpr,
+    SPL: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
@@ -280,7 +290,9 @@ def _rmsnorm_head_tail(
     lanes load, multiply and store nothing. WE (W_EARLY): the weight is loaded before the
     reduction. FOLD (TAIL_FOLD): the tail is a tile as wide as the head (masked past the row), so
     the sum of squares is one reduction over both instead of two. RM: rows masked (off: the
-    caller checked that all R rows are there, and the head loads and stores are unpredicated)."""
+    caller checked that all R rows are there, and the head loads and stores are unpredicated).
+    SPL > 1 (LONE_SPLIT): SPL programs each load and reduce the whole tile and store 1/SPL of the
+    head, the last of them also the tail (each loads only its part of the weight)."""
     if AL > 1:  # as in _rmsnorm_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -298,22 +310,39 @@ def _rmsnorm_head_tail(
         xh = tl.load(xrow + c[None, :], eviction_policy=EV)
     xh = xh.to(tl.float32)
     xt = tl.load(xrow + ct[None, :], mask=tmask, other=0.0, eviction_policy=EV).to(tl.float32)
+    wcm = ct < cols
+    if SPL > 1:  # LONE_SPLIT: this program's 1/SPL of the head (and the tail if it is the last)
+        sp = tl.program_id(0) % SPL
+        own = (c // (BC // SPL)) == sp
+        wcm = wcm & (sp == SPL - 1)
+        tmask = tmask & (sp == SPL - 1)
     if WE:
-        wh = tl.load(w_ptr + c).to(tl.float32)
-        wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
+        if SPL > 1:
+            wh = tl.load(w_ptr + c, mask=own, other=0.0).to(tl.float32)
+        else:
+            wh = tl.load(w_ptr + c).to(tl.float32)
+        wt = tl.load(w_ptr + ct, mask=wcm, other=0.0).to(tl.float32)
     if FOLD:
         ss = tl.sum(xh * xh + xt * xt, axis=1)
     else:
         ss = tl.sum(xh * xh, axis=1) + tl.sum(xt * xt, axis=1)
     rstd = tl.rsqrt(ss / cols + eps)
     if not WE:
-        wh = tl.load(w_ptr + c).to(tl.float32)
-        wt = tl.load(w_ptr + ct, mask=ct < cols, other=0.0).to(tl.float32)
+        if SPL > 1:
+            wh = tl.load(w_ptr + c, mask=own, other=0.0).to(tl.float32)
+        else:
+            wh = tl.load(w_ptr + c).to(tl.float32)
+        wt = tl.load(w_ptr + ct, mask=wcm, other=0.0).to(tl.float32)
     yrow = y_ptr + r[:, None] * stride_y
     ty = y_ptr.dtype.element_ty
     yh = xh * rstd[:, None] * wh[None, :]
     yt = xt * rstd[:, None] * wt[None, :]
-    if RM:
+    if SPL > 1:
+        hmask = own[None, :]
+        if RM:
+            hmask = hmask & rmask
+        tl.store(yrow + c[None, :], yh.to(ty), mask=hmask, cache_modifier=CM)
+    elif RM:
         tl.store(yrow + c[None, :], yh.to(ty), mask=rmask, cache_modifier=CM)
     else:
         tl.store(yrow + c[None, :], yh.to(ty), cache_modifier=CM)
@@ -325,9 +354,11 @@ def _rmsnorm_tile(
     x_ptr, w_ptr, y_ptr, rows, cols, stride_x, stride_y, eps, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
     AL: tl.constexpr, BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr,
-    FT: tl.constexpr,
+    FT: tl.constexpr, SPL: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
+    if SPL > 1:  # LONE_SPLIT: SPL programs share the one tile (a lone row)
+        start = tl.program_id(0) // SPL
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
@@ -335,17 +366,17 @@ def _rmsnorm_tile(
             if (t + 1) * R <= rows:
                 _rmsnorm_tile_any(
                     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM,
-                    AL, BT, WE, FOLD, False,
+                    AL, BT, WE, FOLD, False, SPL,
                 )  # fmt: skip
             else:
                 _rmsnorm_tile_any(
                     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM,
-                    AL, BT, WE, FOLD, True,
+                    AL, BT, WE, FOLD, True, SPL,
                 )  # fmt: skip
         else:
             _rmsnorm_tile_any(
                 x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL,
-                BT, WE, FOLD, True,
+                BT, WE, FOLD, True, SPL,
             )  # fmt: skip
 
 
@@ -353,12 +384,12 @@ def _rmsnorm_tile(
 def _rmsnorm_tile_any(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr, RM: tl.constexpr,
+    BT: tl.constexpr, WE: tl.constexpr, FOLD: tl.constexpr, RM: tl.constexpr, SPL: tl.constexpr,
 ):  # fmt: skip
     if BT > 0:  # HEAD_TAIL
         _rmsnorm_head_tail(
             x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps, R, BC, EV, CM, AL, BT,
-            WE, FOLD, RM,
+            WE, FOLD, RM, SPL,
         )  # fmt: skip
     else:
         _rmsnorm_tile_rows(
@@ -718,6 +749,16 @@ def _strides(rows: int, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
     return (0, 0) if LONE_VEC and rows == 1 else (x.stride(0), y.stride(0))
 
 
+def _lone_split(rows: int, bc: int, bt: int) -> int:
+    """LONE_SPLIT: programs that share the tiled path's one tile, for a lone row with a head of
+    bc and a tail of bt columns (HEAD_TAIL) and at least 256 head columns a program (1 x 4099:
+    four programs of 1,024); 1 otherwise (several rows, PERSIST). A power of two, so that the
+    programs' slices of the (power-of-two) head meet exactly."""
+    k = int(LONE_SPLIT)
+    ok = k > 1 and k & (k - 1) == 0 and rows == 1 and bt > 0 and not PERSIST and bc // k >= 256
+    return k if ok else 1
+
+
 def _lone(rows: int, bc: int, bt: int, warps: int, x: torch.Tensor) -> tuple | None:
     """LONE_LOCAL: (A, T, V, KT) of `_rmsnorm_lone` for a lone row with a head of bc and a tail
     of bt columns (HEAD_TAIL), when the head holds at least one slab of T threads by V-element
@@ -921,13 +962,14 @@ def kernel(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
             return y
         ntiles = triton.cdiv(rows, r)
         sx, sy = _strides(rows, x, y)
-        _rmsnorm_tile[(_programs(ntiles, x.device, PERSIST),)](
+        spl = _lone_split(rows, bc, bt)
+        _rmsnorm_tile[(_programs(ntiles, x.device, PERSIST) * spl,)](
             x, weight, y, rows, cols, sx, sy, EPS, ntiles,
             R=r, BC=bc, LOOP=bool(PERSIST), AL=al, BT=bt,
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
             WE=bool(W_EARLY) and ntiles < _sm_count(x.device),
             FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
-            FT=_full_tiles(al, x), num_warps=warps,
+            FT=_full_tiles(al, x), SPL=spl, num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):

@@ -57,6 +57,7 @@ TUNABLES = {
     "CHUNK_VEC": [False, True],
     "PDL_EARLY": [False, True],
     "LONE_VEC": [False, True],
+    "LONE_SPLIT": [1, 2, 4, 8],
     "TAIL_FOLD": [False, True],
     "LOOP_UNROLL": [0, 4],
     "EXP2": [False, True],
@@ -168,6 +169,13 @@ TAIL_FOLD = False  # tiled path with a head and tail and fewer tiles than SMs (1
 # tail at once (a lone row is latency: each cross-warp reduction is two barriers). Lost on the
 # H200 (session 19, 1 x 4099 f32 with LONE_VEC: 4.3 -> 4.9 us): the masked tail is scalar, and
 # twice the exps and registers. Off.
+LONE_SPLIT = 4  # tiled path, a lone row with a head and a tail (1 x 4099, `_lone_split`): this many
+# programs each load and reduce the whole row and store 1/LONE_SPLIT of it, so its stores leave
+# from that many SMs with no second launch or grid barrier (1: one program). H200 (session 23,
+# bench/direct.py --hold --rounds 3, four processes, the seeds' body as a diagnostic, K = 1-16):
+# 1 x 4099 f32 kernel 2.05 -> 1.89 us, 80-83% -> 84-85% of a copy; bf16 ties; 8 and 16 programs
+# lose the gain again. In the seed (call 3, two processes): f32 2.08 -> 1.89-1.92 us of kernel,
+# 82.6-82.7% -> 83.3-83.8%; bf16 1.92 -> 1.82-1.86. On.
 LONE_VEC = True  # tiled path, a lone row (rows == 1, 1 x 4099): its strides are passed as 0, which
 # Triton specializes as divisible by 16, so the head tile's loads and stores (no column mask) are
 # 16-byte vectors; the real stride (4099) is not, and made them 4-byte / 2-byte scalars (16 LDG a
@@ -306,6 +314,7 @@ def _softmax_head_tail(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
     BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr, RM: tl.constexpr,
+    SPL: tl.constexpr,
 ):  # fmt: skip
     """Rows t*R .. t*R+R-1 as a head of BC columns (a power of two no longer than the row: no
     column masked) and a tail of the cols - BC that remain (at most BT): for rows just past a
@@ -313,7 +322,9 @@ def _softmax_head_tail(
     lanes load, exponentiate and store nothing. Divides once per row. FOLD (TAIL_FOLD): the tail
     is a tile as wide as the head (masked past the row), so each of the max and the sum is one
     reduction over both instead of two (half the cross-warp barriers). RM: rows masked (off: the
-    caller checked that all R rows are there, and the head loads and stores are unpredicated)."""
+    caller checked that all R rows are there, and the head loads and stores are unpredicated).
+    SPL > 1 (LONE_SPLIT): SPL programs each load and reduce the whole tile and store 1/SPL of the
+    head, the last of them also the tail."""
     if AL > 1:  # as in _softmax_tile_rows: vector loads where the host checked alignment
         cols = cols // AL * AL
         stride_x = stride_x // AL * AL
@@ -346,7 +357,14 @@ def _softmax_head_tail(
     inv = 1.0 / tl.where(den == 0.0, 1.0, den)
     yrow = y_ptr + r[:, None] * stride_y
     ty = y_ptr.dtype.element_ty
-    if RM:
+    if SPL > 1:  # LONE_SPLIT: this program's 1/SPL of the head (and the tail if it is the last)
+        sp = tl.program_id(0) % SPL
+        hmask = (c[None, :] // (BC // SPL)) == sp
+        if RM:
+            hmask = hmask & rmask
+        tmask = tmask & (sp == SPL - 1)
+        tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), mask=hmask, cache_modifier=CM)
+    elif RM:
         tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), mask=rmask, cache_modifier=CM)
     else:
         tl.store(yrow + c[None, :], (eh * inv[:, None]).to(ty), cache_modifier=CM)
@@ -518,9 +536,11 @@ def _softmax_tile(
     x_ptr, y_ptr, rows, cols, stride_x, stride_y, ntiles,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, LOOP: tl.constexpr,
     AL: tl.constexpr, BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr,
-    FT: tl.constexpr,
+    FT: tl.constexpr, SPL: tl.constexpr,
 ):  # fmt: skip
     start, step = tl.program_id(0), 1
+    if SPL > 1:  # LONE_SPLIT: SPL programs share the one tile (a lone row)
+        start = tl.program_id(0) // SPL
     if LOOP:  # PERSIST: a fixed set of programs walks the tiles
         step = tl.num_programs(0)
     for t in range(start, ntiles if LOOP else start + 1, step):
@@ -528,17 +548,17 @@ def _softmax_tile(
             if (t + 1) * R <= rows:
                 _softmax_tile_any(
                     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD,
-                    EX, False,
+                    EX, False, SPL,
                 )  # fmt: skip
             else:
                 _softmax_tile_any(
                     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD,
-                    EX, True,
+                    EX, True, SPL,
                 )  # fmt: skip
         else:
             _softmax_tile_any(
                 x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX,
-                True,
+                True, SPL,
             )  # fmt: skip
 
 
@@ -546,11 +566,12 @@ def _softmax_tile(
 def _softmax_tile_any(
     x_ptr, y_ptr, t, rows, cols, stride_x, stride_y,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
-    BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr, RM: tl.constexpr,
+    BT: tl.constexpr, FOLD: tl.constexpr, EX: tl.constexpr, RM: tl.constexpr, SPL: tl.constexpr,
 ):  # fmt: skip
     if BT > 0:  # HEAD_TAIL
         _softmax_head_tail(
-            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX, RM
+            x_ptr, y_ptr, t, rows, cols, stride_x, stride_y, R, BC, EV, CM, AL, BT, FOLD, EX, RM,
+            SPL,
         )  # fmt: skip
     else:
         _softmax_tile_rows(
@@ -797,6 +818,16 @@ def _strides(rows: int, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int]:
     return (0, 0) if LONE_VEC and rows == 1 else (x.stride(0), y.stride(0))
 
 
+def _lone_split(rows: int, bc: int, bt: int) -> int:
+    """LONE_SPLIT: programs that share the tiled path's one tile, for a lone row with a head of
+    bc and a tail of bt columns (HEAD_TAIL) and at least 256 head columns a program (1 x 4099:
+    four programs of 1,024); 1 otherwise (several rows, PERSIST). A power of two, so that the
+    programs' slices of the (power-of-two) head meet exactly."""
+    k = int(LONE_SPLIT)
+    ok = k > 1 and k & (k - 1) == 0 and rows == 1 and bt > 0 and not PERSIST and bc // k >= 256
+    return k if ok else 1
+
+
 def _lone(rows: int, bc: int, bt: int, warps: int, x: torch.Tensor) -> tuple | None:
     """LONE_LOCAL: (A, T, V, KT) of `_softmax_lone` for a lone row with a head of bc and a tail
     of bt columns (HEAD_TAIL), when the head holds at least one slab of T threads by V-element
@@ -970,11 +1001,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
             return y
         ntiles = triton.cdiv(rows, r)
         sx, sy = _strides(rows, x, y)
-        _softmax_tile[(_programs(ntiles, x.device, PERSIST),)](
+        spl = _lone_split(rows, bc, bt)
+        _softmax_tile[(_programs(ntiles, x.device, PERSIST) * spl,)](
             x, y, rows, cols, sx, sy, ntiles, R=r, BC=bc, LOOP=bool(PERSIST), AL=al,
             BT=bt, FOLD=bool(TAIL_FOLD) and bt > 0 and ntiles < _sm_count(x.device),
             EV="evict_first" if STREAMING else "", CM=".cs" if STREAMING else "",
-            EX=bool(EXP2), FT=_full_tiles(al, x), num_warps=warps,
+            EX=bool(EXP2), FT=_full_tiles(al, x), SPL=spl, num_warps=warps,
         )  # fmt: skip
         return y
     if _whole_row(rows, bc, x):
