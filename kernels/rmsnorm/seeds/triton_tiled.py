@@ -278,6 +278,18 @@ def _rmsnorm_tile_rows(
 
 
 @triton.jit
+def _head_tail_weight(w_ptr, c, ct, own, wcm, SPL: tl.constexpr):
+    """The weight's head (columns c, unmasked unless LONE_SPLIT: then only this program's
+    `own` part) and tail (columns ct where wcm) for `_rmsnorm_head_tail`, in float32."""
+    if SPL > 1:
+        wh = tl.load(w_ptr + c, mask=own, other=0.0)
+    else:
+        wh = tl.load(w_ptr + c)
+    wt = tl.load(w_ptr + ct, mask=wcm, other=0.0)
+    return wh.to(tl.float32), wt.to(tl.float32)
+
+
+@triton.jit
 def _rmsnorm_head_tail(
     x_ptr, w_ptr, y_ptr, t, rows, cols, stride_x, stride_y, eps,
     R: tl.constexpr, BC: tl.constexpr, EV: tl.constexpr, CM: tl.constexpr, AL: tl.constexpr,
@@ -311,28 +323,21 @@ def _rmsnorm_head_tail(
     xh = xh.to(tl.float32)
     xt = tl.load(xrow + ct[None, :], mask=tmask, other=0.0, eviction_policy=EV).to(tl.float32)
     wcm = ct < cols
+    own = c >= 0  # every head column is this program's (unless LONE_SPLIT below)
     if SPL > 1:  # LONE_SPLIT: this program's 1/SPL of the head (and the tail if it is the last)
         sp = tl.program_id(0) % SPL
         own = (c // (BC // SPL)) == sp
         wcm = wcm & (sp == SPL - 1)
         tmask = tmask & (sp == SPL - 1)
     if WE:
-        if SPL > 1:
-            wh = tl.load(w_ptr + c, mask=own, other=0.0).to(tl.float32)
-        else:
-            wh = tl.load(w_ptr + c).to(tl.float32)
-        wt = tl.load(w_ptr + ct, mask=wcm, other=0.0).to(tl.float32)
+        wh, wt = _head_tail_weight(w_ptr, c, ct, own, wcm, SPL)
     if FOLD:
         ss = tl.sum(xh * xh + xt * xt, axis=1)
     else:
         ss = tl.sum(xh * xh, axis=1) + tl.sum(xt * xt, axis=1)
     rstd = tl.rsqrt(ss / cols + eps)
     if not WE:
-        if SPL > 1:
-            wh = tl.load(w_ptr + c, mask=own, other=0.0).to(tl.float32)
-        else:
-            wh = tl.load(w_ptr + c).to(tl.float32)
-        wt = tl.load(w_ptr + ct, mask=wcm, other=0.0).to(tl.float32)
+        wh, wt = _head_tail_weight(w_ptr, c, ct, own, wcm, SPL)
     yrow = y_ptr + r[:, None] * stride_y
     ty = y_ptr.dtype.element_ty
     yh = xh * rstd[:, None] * wh[None, :]
