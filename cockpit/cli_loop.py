@@ -89,6 +89,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         plateau_window=args.plateau,
         seed=args.seed,
         ab_confirm=getattr(args, "ab", "auto"),
+        cascade=getattr(args, "cascade", "on"),
         max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
         exchange=getattr(args, "exchange", None) or DEFAULT_EXCHANGE,
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
@@ -239,7 +240,12 @@ class HeadlessPrinter:
                 f"{r.get('kind')}: {str(r.get('message', ''))[:90]}"
                 for r in info.get("reasons", [])[:2]
             )
-            line = f"{c:6s} {b:4s} {info.get('status', '?'):10s} score {fmt_us(info.get('score_us')):>10s}  {reasons}"
+            status = info.get("status", "?")
+            if info.get("tier") == "screened":
+                status += " (screened)"
+            line = (
+                f"{c:6s} {b:4s} {status:16s} score {fmt_us(info.get('score_us')):>10s}  {reasons}"
+            )
             self.progress.console.print(line)
             self.progress.update(self.task, completed=self.done)
         elif kind == "budget_changed":
@@ -376,7 +382,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
         cands = rec.candidates()
     evaluated = [c for c in cands if c.status not in (None, "proposed", "evaluating", "duplicate")]
     state = effective_state(meta.get("state"), pid is not None)
-    ok = [c for c in cands if c.status == "ok" and c.score_us]
+    ok = [c for c in cands if c.rankable]
     best = min(ok, key=lambda c: c.score_us) if ok else None
     return {
         "session": folder.name,
@@ -624,6 +630,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             default="auto",
             help="confirm improvements by interleaved A/B timing in one process "
             "(auto: on a GPU, off on the CPU)",
+        )
+        s.add_argument(
+            "--cascade",
+            choices=["on", "off"],
+            default="on",
+            help="screen every candidate (public and cheap hidden shapes, a short timing) and "
+            "give the full evaluation only to one that could become a branch's best (on); "
+            "off: every candidate gets the full evaluation",
         )
         _sessions_arg(s)
 

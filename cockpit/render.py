@@ -148,6 +148,9 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     for name, s in (r.get("speedups") or {}).items():
         line.append(f"   {s:.2f}× vs {name}")
     console.print(line)
+    if r.get("tier") in ("screened", "promoted"):
+        why = (r.get("promotion") or {}).get("why", "")
+        console.print(f"  {r['tier']}{': ' + why if why else ''}")
     if r.get("shard"):
         console.print(
             f"  part {r['shard']} of a sharded evaluation: `cockpit merge` the parts for the verdict"

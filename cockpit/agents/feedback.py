@@ -61,6 +61,9 @@ def render_feedback(result: dict[str, Any] | None, *, hidden_labels: Iterable[st
     numbers = {v for s in result.get("shapes") or [] if s.get("hidden")
                for v in (s.get("params") or {}).values() if isinstance(v, int) and not isinstance(v, bool)}
     lines = [f"{title}: {status}" + _score_line(result)]
+    if result.get("tier") == "screened" and status == "ok":
+        why = (result.get("promotion") or {}).get("why", "")
+        lines.append(f"  screened only (short timing, cheap shapes): {why}")
     if status == "duplicate":
         lines += [f"  {r.get('message', '')}" for r in result.get("reasons", [])]
         return "\n".join(lines)

@@ -78,6 +78,8 @@ def significantly_better(
     see a whole process running slow."""
     if new.get("status") != "ok" or not new.get("score_us"):
         return Verdict(False, 0.0, 0.0, 0.0, "not a passing candidate")
+    if new.get("tier") == "screened":  # only a promoted (fully checked) candidate can win
+        return Verdict(False, 0.0, 0.0, 0.0, "screened only: not promoted")
     if not incumbent or incumbent.get("status") != "ok" or not incumbent.get("score_us"):
         return Verdict(True, math.inf, math.inf, math.inf, "first passing candidate")
     if ab and ab.get("ok") and ab.get("ratio"):

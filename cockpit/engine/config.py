@@ -28,7 +28,14 @@ class EngineConfig:
     # flight finish, then the session is `stopped` ("time limit"), resumable like any other
     max_time_s: float = 0.0
     exchange: str = DEFAULT_EXCHANGE  # how evaluations move tensors (Options.exchange)
+    # screen every candidate and promote only those that could become a branch's best to the
+    # full evaluation (judge.Options.cascade); off: every candidate gets the full evaluation
+    cascade: str = "on"  # on | off
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cascade_enabled(self) -> bool:
+        return self.cascade != "off"
 
     @property
     def ab_enabled(self) -> bool:

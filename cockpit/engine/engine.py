@@ -1003,14 +1003,15 @@ class Engine:
                 candidate=r.cid,
             )
             incumbent = None
-            if self.cfg.ab_enabled and b.best_id and (b.best_result or {}).get("score_us"):
-                src = self._source_of(b.best_id)
-                if src is not None:
-                    incumbent = {
-                        "id": b.best_id,
-                        "source": src,
-                        "score_us": b.best_result["score_us"],
-                    }
+            if b.best_id and (b.best_result or {}).get("score_us"):
+                # the cascade screens against its result; the A/B times against its source
+                src = self._source_of(b.best_id) if self.cfg.ab_enabled else None
+                incumbent = {
+                    "id": b.best_id,
+                    "score_us": b.best_result["score_us"],
+                    "result": b.best_result,
+                    **({"source": src} if src is not None else {}),
+                }
             fut = self.pool.submit(
                 slot,
                 str(self.task_root),
@@ -1247,9 +1248,8 @@ class Engine:
 
     def run(self) -> str:
         from cockpit.engine.telemetry import TelemetrySampler
-        from cockpit.engine.workers import WorkerPool
 
-        self.pool = self.pool or WorkerPool(self.cfg.device, self.cfg.exchange)
+        self.pool = self.pool or self._new_pool()
         sampler = TelemetrySampler(self.dir)
         final = "done"
         try:
@@ -1287,6 +1287,11 @@ class Engine:
                 self.close()
         return final
 
+    def _new_pool(self) -> Any:
+        from cockpit.engine.workers import WorkerPool
+
+        return WorkerPool(self.cfg.device, self.cfg.exchange, cascade=self.cfg.cascade_enabled)
+
     def _collect(self, fut: Future) -> None:
         cid, bid, proposal, parent_id, group = self.inflight.pop(fut)
         try:
@@ -1296,10 +1301,8 @@ class Engine:
                 "status": "crash",
                 "reasons": [{"kind": "crash", "message": "the evaluation worker died"}],
             }
-            from cockpit.engine.workers import WorkerPool
-
             self.pool.shutdown()
-            self.pool = WorkerPool(self.cfg.device)
+            self.pool = self._new_pool()
         except Exception as exc:  # noqa: BLE001 - a harness bug is recorded, not fatal
             result = {
                 "status": "crash",

@@ -39,21 +39,36 @@ def _evaluate(
     mode: str,
     incumbent: dict[str, Any] | None = None,
     exchange: str = DEFAULT_EXCHANGE,
+    cascade: bool = False,
 ) -> dict[str, Any]:
-    """Judge one candidate. With `incumbent` ({"source", "score_us"}) and a passing candidate
-    whose own score is not worse, also time both interleaved in one process (`judge.compare`)
-    and attach that as `ab`: the engine decides "better" on it, because two evaluations in two
-    processes differed by up to 37% on an H200 (BENCHMARKS.md, repeatability)."""
+    """Judge one candidate, keeping an arena warm for the next one (`judge.Options.warm`).
+
+    `incumbent` is the branch's best: {"id", "score_us", "result"} and, for an A/B
+    confirmation, "source". With `cascade` the candidate is screened and promoted only if its
+    screened times could beat the incumbent's result (`judge.Options.cascade`). A passing,
+    promoted (or fully evaluated) candidate whose score is not worse, with the incumbent's
+    source at hand, is also timed interleaved with it in one process (`judge.compare`), attached
+    as `ab`: the engine decides "better" on it, because two evaluations in two processes
+    differed by up to 37% on an H200 (BENCHMARKS.md, repeatability)."""
     from cockpit.harness.judge import Options, compare, evaluate
     from cockpit.harness.task import load_task
 
     task = load_task(task_root)
-    opts = Options(device=device, mode=mode, exchange=exchange)
+    opts = Options(
+        device=device,
+        mode=mode,
+        exchange=exchange,
+        warm=True,
+        cascade=cascade,
+        incumbent=(incumbent or {}).get("result"),
+    )
     result = evaluate(task, name, opts, source=source).to_dict()
     score = result.get("score_us")
     if (
         incumbent
+        and incumbent.get("source")
         and result.get("status") == "ok"
+        and result.get("tier") != "screened"
         and score
         and incumbent.get("score_us")
         and score <= incumbent["score_us"]
@@ -95,9 +110,12 @@ def visible_ids(visible: str | None, count: int) -> list[str]:
 
 
 class WorkerPool:
-    def __init__(self, device: str, exchange: str = DEFAULT_EXCHANGE) -> None:
+    def __init__(
+        self, device: str, exchange: str = DEFAULT_EXCHANGE, cascade: bool = False
+    ) -> None:
         self.device = device
         self.exchange = exchange  # Options.exchange of every evaluation
+        self.cascade = cascade  # Options.cascade of every evaluation
         ctx = mp.get_context("spawn")
         self.devices: list[str] = []  # CUDA_VISIBLE_DEVICES of each worker, in slot order
         if device == "cpu":
@@ -139,7 +157,7 @@ class WorkerPool:
     ) -> Future:
         device = "cpu" if self.device == "cpu" else "cuda"
         fut = self.slots[slot].submit(
-            _evaluate, task_root, name, source, device, mode, incumbent, self.exchange
+            _evaluate, task_root, name, source, device, mode, incumbent, self.exchange, self.cascade
         )
         self.busy[slot] = fut
         return fut

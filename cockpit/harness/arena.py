@@ -70,7 +70,9 @@ class _TrackedStream(_CudaStream):
         return stream
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        raise TypeError("torch.cuda.Stream cannot be subclassed in the arena (its streams are joined)")
+        raise TypeError(
+            "torch.cuda.Stream cannot be subclassed in the arena (its streams are joined)"
+        )
 
 
 def _track_side_streams() -> list[tuple[Any, str]]:
@@ -518,9 +520,7 @@ class Arena:
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
         t_op = _perf_ns()
         pol = msg["policy"]
-        pool = [
-            [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
-        ]
+        pool = [[self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]]
         rng = random.Random(msg["seed"])
         crng = random.Random(msg["check_seed"])  # which calls are checked or audited: secret
         # warm-up calls and random audits between timed calls run under the watch, compiled
@@ -901,9 +901,7 @@ class Arena:
         if kernel_b is None:
             return {"ok": False, "kind": "protocol", "message": "compare before load_b"}
         pol = Policy(**msg["policy"])
-        pool = [
-            [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
-        ]
+        pool = [[self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]]
         rng = random.Random(msg["seed"])
         self.submits.clear()  # one slack for both, following both candidates' host times
         self.seen = []  # per op: a comparison reports no slack lengths, so keep none
@@ -1189,6 +1187,15 @@ def main() -> None:
                 {"ok": False, "kind": "crash", "message": f"sandbox set-up failed: {exc}"}
             ).encode()
         )
+        return
+    # Set up and idle: an arena is started ahead of its candidate (the judge keeps one warm
+    # while another candidate runs), and imports nothing of a candidate's until it is told to.
+    conn.send_bytes(json.dumps({"ready": True}).encode())
+    try:
+        go = json.loads(conn.recv_bytes())
+    except (EOFError, OSError, ValueError):
+        return
+    if not isinstance(go, dict) or go.get("op") != "load":
         return
     # The candidate's prints must never reach the judge's stdout (and are never parsed)
     loaded = arena.load()

@@ -132,6 +132,15 @@ class Channel:
                 f"a reply out of sequence arrived on the result channel (seq {reply.get('seq')!r})"
             )
         if self.conn.poll(0):
+            # Readable right after a reply: more bytes, or the end of the stream. An arena ends
+            # itself after replying to a CUDA error (its context is unusable): that reply is the
+            # verdict, and the closed socket is not a message.
+            try:
+                self.conn.recv_bytes(MAX_REPLY)
+            except EOFError:
+                return reply
+            except OSError:
+                pass
             raise ProtocolViolation("unsolicited bytes arrived on the result channel")
         return reply
 

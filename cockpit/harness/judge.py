@@ -18,10 +18,8 @@ import hashlib
 import math
 import random
 import secrets
-import shutil
 import signal
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ from typing import Any
 
 import torch
 
-from cockpit.harness import DEFAULT_EXCHANGE, baselines, scoring, wire
+from cockpit.harness import DEFAULT_EXCHANGE, baselines, scoring, warm, wire
 from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, ProtocolViolation
 from cockpit.harness.result import Result, ShapeResult, TimingStats, sum_breakdowns
 from cockpit.harness.static_scan import scan
@@ -78,6 +76,19 @@ class Options:
     # /dev/shm folder). Same checks either way; memfd is the default since the H200 compared
     # them (session 6, cockpit.harness.DEFAULT_EXCHANGE).
     exchange: str = DEFAULT_EXCHANGE
+    # The cascade (the loop's evaluation): verify the shapes of the `screen` tier and time them
+    # briefly; only a candidate that could beat `incumbent` (the branch best's result, a dict
+    # as `Result.to_dict` makes it) is promoted to the rest: the `promote` tier's shapes, the
+    # full timing and the profile. `Result.tier` says which it got. Off: everything, as always.
+    cascade: bool = False
+    incumbent: dict[str, Any] | None = None
+    # promoted when its screened times are at most this much slower than the incumbent's on the
+    # same shapes: room for the short timing's noise around the loop's 3% bar
+    promote_margin: float = 0.05
+    # keep an arena set up for the next evaluation in this process (an engine worker)
+    warm: bool = False
+    # per-call limits (seconds), overriding the task's `[limits]`
+    limits: dict[str, float] | None = None
 
 
 # Calls this short on the GPU are launch-latency territory for every candidate (a single Triton
@@ -193,6 +204,14 @@ class _Evaluation:
         self.tx: Any = None  # the exchange (wire.Files or wire.Region): to the arena
         self.rx: Any = None  # ... and from it
         self.in_call = False
+        self.arena: warm.Started | None = None
+        self.arena_how = ""
+        self.call_limit: tuple[str, float] | None = None  # the open request's own limit, if any
+        self.called: set[str] = set()  # shapes the candidate was called on in this arena
+        per_shape = baselines.load(task, opts.device).get("reference", {}).get("per_shape", {})
+        self.ref_times: dict[str, float] = {
+            k: float(v) for k, v in per_shape.items() if isinstance(v, int | float) and v > 0
+        }
         self._stage, self._stage_t0 = "load", time.monotonic()
         self.stage = "load"
 
@@ -233,22 +252,35 @@ class _Evaluation:
         try:
             # run exactly the text that was scanned and hashed, never the file again (it may
             # have changed)
-            with self._arena("cockpit-eval-", {"candidate.py": self.source}) as (workdir, cache):
-                self._load(workdir, cache, mem)
-                self._verify_all(ref)
-                if res.ok:
-                    self._time_all(ref)
-                first_part = self.opts.shard is None or self.opts.shard[0] == 1
-                if res.ok and self.opts.profile and first_part:  # one profile per evaluation
-                    self._profile(ref)
+            with self._arena("cockpit-eval-", {"candidate.py": self.source}):
+                self._load()
+                if self.opts.cascade:
+                    self._cascade(ref)
+                else:
+                    self._verify_all(ref)
+                    if res.ok:
+                        self._time_all(ref)
+                    first_part = self.opts.shard is None or self.opts.shard[0] == 1
+                    if res.ok and self.opts.profile and first_part:  # one profile per evaluation
+                        self._profile(ref)
         except _Stop:
             pass
         except ArenaTimeout:
-            res.fail(
-                "too_slow",
-                f"over the {self.limit:.0f} s limit during {self.stage}",
-                stage=self.stage,
-            )
+            if self.call_limit is not None:
+                what, limit = self.call_limit
+                res.fail(
+                    "too_slow",
+                    f"a call on {what} ran past its {limit:.0f} s limit during {self.stage} "
+                    "(hung, or far slower than the reference there)",
+                    stage=self.stage,
+                    shape=what,
+                )
+            else:
+                res.fail(
+                    "too_slow",
+                    f"over the {self.limit:.0f} s limit during {self.stage}",
+                    stage=self.stage,
+                )
         except ArenaOOM as exc:
             res.fail(
                 "oom",
@@ -274,39 +306,144 @@ class _Evaluation:
         res.env = {"torch": torch.__version__, "machine": scoring.machine_key(self.device)}
         return res
 
+    def _cascade(self, ref: Any) -> None:
+        """The loop's evaluation: screen, and promote only what could become a branch's best.
+
+        Screen: the `screen` tier's shapes verified, its timed shapes timed with the short
+        (quick) policy, scored. Promotion: the `promote` tier's shapes verified, every timed
+        shape timed again with the evaluation's own policy (unless that is the quick one), the
+        profile. Every check of a full evaluation runs on a promoted candidate; a screened one
+        skipped only shapes and samples, and `Result.tier` says so wherever it is shown."""
+        res = self.res
+        res.tier = "screened"
+        self._verify_all(ref, tier="screen")
+        if not res.ok:
+            return
+        full = self.policy
+        flags = list(res.flags)
+        self.policy = PRESETS["quick"]
+        self._time_all(ref, tier="screen")
+        self.policy = full
+        if not res.ok:
+            return
+        self._score()
+        if not res.ok:
+            return
+        promote, why = self._promotion()
+        res.promotion["why"] = why
+        if not promote:
+            return
+        res.tier = "promoted"
+        self._verify_all(ref, tier="promote")
+        if not res.ok:
+            return
+        if full != PRESETS["quick"]:
+            res.flags = flags
+            self._time_all(ref)
+        elif any(s.tier == "promote" for s in self._timed_shapes()):
+            self._time_all(ref, tier="promote")
+        if res.ok and self.opts.profile:
+            self._profile(ref)
+
+    def _timed_shapes(self) -> list[Shape]:
+        return self._shapes("benchmark") + [s for s in self._shapes("hidden") if s.timed]
+
+    def _promotion(self) -> tuple[bool, str]:
+        """Could the screened candidate become its branch's best? Its screened times against the
+        incumbent's on the same shapes (floored, weighted geometric mean of the ratios)."""
+        inc = self.opts.incumbent
+        res = self.res
+        if not inc or inc.get("status") != "ok" or not inc.get("score_us"):
+            return True, "no incumbent: a first passing candidate is promoted"
+        final = self.opts.mode == "final"
+        theirs = {}
+        for s in inc.get("shapes") or []:
+            tm = s.get("timing") or {}
+            t = tm.get("mean_us" if final else "median_us")
+            if isinstance(t, int | float) and t > 0:
+                theirs[(s.get("shape"), s.get("set"))] = max(float(t), s.get("floor_us") or 0.0)
+        logs, wsum = 0.0, 0.0
+        for sr in res.shapes:
+            if not sr.timing or (sr.shape, sr.set) not in theirs:
+                continue
+            mine = max(sr.timing.mean_us if final else sr.timing.median_us, sr.floor_us or 0.0)
+            if mine <= 0:
+                continue
+            logs += sr.weight * math.log(mine / theirs[(sr.shape, sr.set)])
+            wsum += sr.weight
+        if not wsum:
+            return True, "no shape timed by both it and the incumbent: promoted"
+        ratio = math.exp(logs / wsum)
+        res.promotion.update(ratio_to_incumbent=round(ratio, 4), incumbent=inc.get("candidate"))
+        bar = 1.0 + self.opts.promote_margin
+        if ratio <= bar:
+            return (
+                True,
+                f"screened at {ratio:.3f}x the incumbent's time (promoted at <= {bar:.2f}x)",
+            )
+        return False, (
+            f"screened at {ratio:.3f}x the incumbent's time: slower than the "
+            f"{bar:.2f}x that could still become the branch's best, not promoted"
+        )
+
     @property
     def mem(self) -> int:
         """The candidate's memory limit: RLIMIT_AS on the CPU, polled RSS on a GPU."""
         return self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
 
-    @contextlib.contextmanager
-    def _arena(self, prefix: str, files: dict[str, str]) -> Iterator[tuple[Path, Path]]:
-        """A work folder holding `files`, an exchange folder and the arena's channel (`self.ch`),
-        for the body of the `with`; afterwards the channel is closed (its log tail kept in the
-        result) and both folders are removed. Yields (workdir, cache)."""
-        workdir = Path(tempfile.mkdtemp(prefix=prefix))
-        self.ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
+    def _arena_cfg(self) -> dict[str, Any]:
+        """What an arena is started with before any candidate exists: the same for every
+        candidate of a task on a device, so an arena started ahead (`warm`) fits the next one."""
+        task = self.task
+        return {
+            "device": self.device,
+            "n_outputs": len(task.outputs),
+            "forbidden_ops": [] if self.exempt else task.forbidden_ops,
+            "forbidden_cnames": [] if self.exempt else task.forbidden_cnames,
+            "sandbox": self.opts.sandbox,
+            "exclude": [str(task.root), str(Path(__file__).resolve().parents[2])],
+            "memory_bytes": self.mem if self.device == "cpu" else None,
+        }
+
+    def _start(self, cfg: dict[str, Any], prefix: str) -> warm.Started:
         cache = scoring.data_dir() / "cache"
         cache.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            (workdir / name).write_text(text)
-        self.tx, self.rx = wire.exchange(self.opts.exchange, self.ex)
-        fds = tuple(r.fd for r in (self.tx, self.rx) if isinstance(r, wire.Region))
+        return warm.start(
+            cfg,
+            device=self.device,
+            exchange=self.opts.exchange,
+            memory_bytes=None if self.device == "cpu" else self.mem,
+            cache=cache,
+            prefix=prefix,
+        )
+
+    @contextlib.contextmanager
+    def _arena(self, prefix: str, files: dict[str, str]) -> Iterator[Path]:
+        """An arena for the body of the `with` (`self.ch`, `self.tx`, `self.rx`), its work folder
+        holding `files`; afterwards the process is ended (its log tail kept in the result) and its
+        folders removed. With `Options.warm` it is the spare started during the previous
+        evaluation when there is one, and a new spare is started for the next. Yields the work
+        folder."""
+        cfg = self._arena_cfg()
+        arena = warm.take(cfg) if self.opts.warm else None
+        how = "warm: started during the previous evaluation"
+        if arena is None:
+            arena = self._start(cfg, prefix)
+            how = "started for this candidate"
+        if self.opts.warm:
+            try:
+                warm.keep(self._start(cfg, prefix))
+            except OSError:
+                warm.drop()
+        self.arena = arena
+        self.ch, self.ex, self.tx, self.rx = arena.ch, arena.ex, arena.tx, arena.rx
+        self.arena_how = how
         try:
-            mem = self.mem
-            self.ch = Channel(
-                workdir, cache, self.device, None if self.device == "cpu" else mem, pass_fds=fds
-            )
-            yield workdir, cache
+            for name, text in files.items():
+                (arena.workdir / name).write_text(text)
+            yield arena.workdir
         finally:
-            if self.ch:
-                self.res.log_tail = self.ch.log_tail(800)
-                self.ch.close()
-            for r in {id(self.tx): self.tx, id(self.rx): self.rx}.values():
-                if isinstance(r, wire.Region):
-                    r.close()
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(self.ex, ignore_errors=True)
+            self.res.log_tail = arena.close()
 
     def _died(self, exc: ArenaDied) -> None:
         rc, tail = exc.returncode, exc.log_tail
@@ -338,39 +475,66 @@ class _Evaluation:
                 stage=self.stage,
             )
 
-    def _request(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """A request runs candidate code; a process that ends while one is open ended in the call."""
+    def _request(
+        self, msg: dict[str, Any], limit: tuple[str, float] | None = None
+    ) -> dict[str, Any]:
+        """A request runs candidate code; a process that ends while one is open ended in the call.
+        `limit` ((what, seconds)) bounds this request on its own, inside the evaluation's limit."""
         self.in_call = True
-        reply = self.ch.request(msg, self.deadline)
+        deadline = self.deadline
+        if limit is not None and time.monotonic() + limit[1] < deadline:
+            deadline = time.monotonic() + limit[1]
+            self.call_limit = limit
+        reply = self.ch.request(msg, deadline)
+        self.call_limit = None
         self.in_call = False
         self.tx.reset()  # the arena has read this request's tensors: the next one starts over
         return reply
 
+    # --- per-call limits ------------------------------------------------------------------------
+    def _limits(self) -> dict[str, float]:
+        lim = dict(self.task.limits.for_device(self.device))
+        lim.update(self.opts.limits or {})
+        return lim
+
+    def _per_call_s(self, shape: Shape) -> float:
+        """How long one call may take on `shape`: `call_factor` times the reference's stored time
+        there (`cockpit baseline`), at least `call_floor_s`."""
+        lim = self._limits()
+        ref_us = self.ref_times.get(shape.describe())
+        scaled = lim["call_factor"] * ref_us * 1e-6 if ref_us else 0.0
+        return max(lim["call_floor_s"], scaled)
+
+    def _request_limit(self, shape: Shape, calls: int, nbytes: int, extra_s: float = 0.0):
+        """(label, seconds) for one request that makes `calls` calls on `shape` and moves
+        `nbytes` between the processes: the calls, a shape's first call's compile allowance,
+        the copies at a pessimistic 0.5 GB/s, and `extra_s` (a timing loop's own budget)."""
+        lim = self._limits()
+        first = shape.describe() not in self.called
+        self.called.add(shape.describe())
+        seconds = (
+            calls * self._per_call_s(shape)
+            + (lim["first_call_s"] if first else 0.0)
+            + nbytes / 0.5e9
+            + extra_s
+        )
+        # named like every other reason's shape; the agent's feedback scrubs hidden names
+        return (shape.describe(), seconds)
+
     # --- load -----------------------------------------------------------------------------------
-    def _load(self, workdir: Path, cache: Path, mem: int) -> None:
+    def _load(self) -> None:
         self.stage = "load"
         self._progress("importing the candidate", 0, 1)
-        task = self.task
-        cfg = {
-            "device": self.device,
-            "candidate": str(workdir / "candidate.py"),
-            "workdir": str(workdir),
-            "exchange": str(self.ex),
-            # the regions' fds (to the arena, from it), inherited by the arena process
-            "regions": [self.tx.fd, self.rx.fd] if isinstance(self.tx, wire.Region) else None,
-            "cache_dir": str(cache),
-            "n_outputs": len(task.outputs),
-            "forbidden_ops": [] if self.exempt else task.forbidden_ops,
-            "forbidden_cnames": [] if self.exempt else task.forbidden_cnames,
-            "sandbox": self.opts.sandbox,
-            "exclude": [str(task.root), str(Path(__file__).resolve().parents[2])],
-            "memory_bytes": mem if self.device == "cpu" else None,
-        }
-        self.ch.send(cfg)
+        setup = self.arena.wait_ready(self.deadline)
+        if not setup.get("ready"):
+            self.res.fail(setup.get("kind", "crash"), setup.get("message", ""), stage="load")
+            raise _Stop
+        self.ch.send({"op": "load"})
         self.in_call = True
         loaded = self.ch.recv(self.deadline)
         self.in_call = False
         self.res.protections = loaded.get("protections", {})
+        self.res.protections["arena"] = self.arena_how
         self.res.protections["exchange"] = (
             "memfd (sealed against shrinking)" if isinstance(self.tx, wire.Region) else "files"
         )
@@ -440,10 +604,13 @@ class _Evaluation:
         """Every shape of a set, whatever the shard."""
         return self.task.shape_set(self.device, name)
 
-    def _verify_all(self, ref: Any) -> None:
+    def _verify_all(self, ref: Any, tier: str | None = None) -> None:
+        """Verify every shape of the evaluation, or those of one cascade `tier`."""
         self.stage = "verify"
         hidden = [s for s in self._shapes("hidden") if s.timed or self.opts.verify_untimed]
         order = self._shapes("public") + hidden + self._shapes("benchmark")
+        if tier is not None:
+            order = [s for s in order if s.tier == tier]
         total = len(order)
         public_failed = False
         for i, shape in enumerate(order):
@@ -476,8 +643,10 @@ class _Evaluation:
             metas = [self.tx.pack(t, "i") for t in inputs]
         perturb = _choose_perturbation(inputs)
         n_fail = len(res.reasons)
+        moved = 2 * sum(t.numel() * t.element_size() for t in inputs)  # in, and about as much out
+        limit = self._request_limit(shape, 2 if perturb else 1, 2 * moved if perturb else moved)
         with _clocked(sr, "verify", "request"):
-            reply = self._request({"op": "verify", "inputs": metas, "perturb": perturb})
+            reply = self._request({"op": "verify", "inputs": metas, "perturb": perturb}, limit)
         _arena_wall(sr, "verify", reply)
         if not reply.get("ok"):
             kind = reply.get("kind", "exception")
@@ -621,11 +790,16 @@ class _Evaluation:
         return outs
 
     # --- time -----------------------------------------------------------------------------------
-    def _time_all(self, ref: Any) -> None:
+    def _time_all(self, ref: Any, tier: str | None = None) -> None:
+        """Time every timed shape of the evaluation, or those of one cascade `tier`."""
         self.stage = "time"
+        if self.opts.warm:
+            warm.settle()  # the next candidate's arena finishes setting up before the clock runs
         timed = [s for s in self._shapes("benchmark")] + [
             s for s in self._shapes("hidden") if s.timed
         ]
+        if tier is not None:
+            timed = [s for s in timed if s.tier == tier]
         by_label = {sr.shape + sr.set: sr for sr in self.res.shapes}
         for i, shape in enumerate(timed):
             self._progress(shape.describe() if not shape.hidden else f"hidden #{i}", i, len(timed))
@@ -673,8 +847,17 @@ class _Evaluation:
             "audit_prob": 0.05,
             "graph": self.device != "cpu",
         }
+        # the arena stops sampling after max_wall_s; past that, warm-ups, the graph replays and
+        # the checked calls' copies: a timing request that runs far longer holds a hung call
+        per_set = sum(t.numel() * t.element_size() for t in pool[0])
+        limit = self._request_limit(
+            shape,
+            1,
+            (len(pool) + 2 * (pol.check_calls + 8)) * per_set,
+            extra_s=1.5 * pol.max_wall_s + 15.0,
+        )
         with _clocked(sr, "time", "request"):
-            reply = self._request(msg)
+            reply = self._request(msg, limit)
         _arena_wall(sr, "time", reply)
         label = sr.shape
         if not reply.get("ok"):
@@ -751,13 +934,15 @@ class _Evaluation:
         shape = shapes[0]
         self._progress(shape.describe(), 0, 1)
         inputs = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
-        warm = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
+        warm_in = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
+        nbytes = 2 * sum(t.numel() * t.element_size() for t in inputs)
         reply = self._request(
             {
                 "op": "profile",
                 "inputs": [self.tx.pack(t, "f") for t in inputs],
-                "warm": [self.tx.pack(t, "w") for t in warm],
-            }
+                "warm": [self.tx.pack(t, "w") for t in warm_in],
+            },
+            self._request_limit(shape, 4, 2 * nbytes, extra_s=60.0),
         )
         if reply.get("ok"):
             reply.pop("ok", None)
@@ -824,9 +1009,9 @@ class _Evaluation:
                 and ref_b[sr.shape] / sr.timing.median_us > 10
                 and not self.exempt
             ):
-                res.flags.append(
-                    f"review: {sr.shape} is {ref_b[sr.shape] / sr.timing.median_us:.0f}x faster than the reference"
-                )
+                flag = f"review: {sr.shape} is {ref_b[sr.shape] / sr.timing.median_us:.0f}x faster than the reference"
+                if flag not in res.flags:
+                    res.flags.append(flag)
 
 
 @contextlib.contextmanager
@@ -1011,9 +1196,7 @@ class _Comparison(_Evaluation):
 
     def _pool(self, ref: Any, shape: Shape) -> list[list[dict[str, Any]]]:
         """Input sets for one shape, as `_time_shape` builds them, packed for the arena."""
-        return [
-            [self.tx.pack(t, "p") for t in entry] for entry in self._input_pool(ref, shape)
-        ]
+        return [[self.tx.pack(t, "p") for t in entry] for entry in self._input_pool(ref, shape)]
 
 
 def _combine(shapes: list[dict[str, Any]], min_gain: float = 0.03) -> dict[str, Any]:

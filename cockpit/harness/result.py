@@ -158,6 +158,11 @@ class Result:
     candidate_sha256: str = ""  # of the text that was scanned and run
     shard: str | None = None  # "k/n" for one part of a sharded evaluation (judge.Options.shard)
     shards: list[dict[str, Any]] = field(default_factory=list)  # a merge's parts (harness.shards)
+    # full: every shape, the whole protocol (`cockpit eval`). The loop's cascade gives
+    # screened (the screen tier and a short timing only: never a branch's best) or promoted
+    # (screened, then everything a full evaluation checks). `promotion` says why.
+    tier: str = "full"
+    promotion: dict[str, Any] = field(default_factory=dict)
 
     def fail(self, kind: str, message: str, stage: str = "", shape: str = "") -> None:
         reason = Reason(kind, message, stage, shape)

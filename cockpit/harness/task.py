@@ -18,7 +18,10 @@ from typing import Any
 
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4}
 SHAPE_SETS = ("public", "hidden", "benchmark")
-RESERVED_KEYS = {"dtype", "weight", "timed", "label", "hidden"}
+RESERVED_KEYS = {"dtype", "weight", "timed", "label", "hidden", "tier"}
+# The loop's cascade (judge.Options.cascade): every candidate is verified and briefly timed on
+# the `screen` shapes; only one that could become a branch's best goes on to the `promote` ones.
+TIERS = ("screen", "promote")
 
 
 class TaskError(ValueError):
@@ -34,6 +37,9 @@ class Shape:
     weight: float = 1.0
     timed: bool = True
     label: str = ""
+    # screen | promote: a verify-only shape (the > 2**31-element ones) is `promote` unless the
+    # task says otherwise, every other shape `screen`
+    tier: str = "screen"
 
     @property
     def dtype(self) -> str:
@@ -55,6 +61,29 @@ class Shape:
         names = {k: v for k, v in self.params.items() if isinstance(v, int | float)}
         names["itemsize"] = ITEMSIZE.get(self.dtype, 4)
         return names
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long one call of a candidate may take before the judge ends it as hung (`[limits]`
+    in task.toml; seconds). A call may take `call_factor` times the reference's stored time on
+    its shape, at least `call_floor_s`; the first call on each shape also gets `first_call_s`
+    (a JIT compiles there). One pair of defaults for the GPU and one for the CPU, where the
+    Triton interpreter is orders of magnitude slower than anything compiled."""
+
+    call_floor_s: float = 10.0
+    call_factor: float = 50.0
+    first_call_s: float = 30.0
+    cpu_call_floor_s: float = 60.0
+    cpu_first_call_s: float = 120.0
+
+    def for_device(self, device: str) -> dict[str, float]:
+        cpu = device == "cpu"
+        return {
+            "call_floor_s": self.cpu_call_floor_s if cpu else self.call_floor_s,
+            "call_factor": self.call_factor,
+            "first_call_s": self.cpu_first_call_s if cpu else self.first_call_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -102,6 +131,7 @@ class Task:
     baseline_seeds: list[str] = field(default_factory=list)  # exempt from forbidden-call rules
     peak: str = ""  # which measured FLOP rate bounds the compute floor: fp32 | tf32 | bf16
     report: Report | None = None  # optional throughput unit (`[report]`), e.g. tokens/s
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def reference_path(self) -> Path:
@@ -225,13 +255,20 @@ def _shape_list(raw: Any, where: str, set_name: str) -> list[Shape]:
         weight = s.get("weight", 1.0)
         if not isinstance(weight, int | float) or weight <= 0:
             raise TaskError(f"{where}[{i}].weight: must be a positive number")
+        timed = bool(s.get("timed", True))
+        tier = s.get("tier", "screen" if timed else "promote")
+        if tier not in TIERS:
+            raise TaskError(f"{where}[{i}].tier: must be one of {', '.join(TIERS)}, not {tier!r}")
+        if set_name == "public" and tier != "screen":
+            raise TaskError(f"{where}[{i}].tier: public shapes are always screened")
         shapes.append(
             Shape(
                 params=params,
                 set=set_name,
                 weight=float(weight),
-                timed=bool(s.get("timed", True)),
+                timed=timed,
                 label=str(s.get("label", "")),
+                tier=tier,
             )
         )
     return shapes
@@ -260,6 +297,25 @@ def _report(raw: Any, toml_path: Path) -> Report | None:
     ):
         raise TaskError(f"{toml_path}: field 'report.per_call' must be a positive number")
     return Report(unit=unit.strip(), per_call=float(per_call))
+
+
+def _limits(raw: Any, toml_path: Path) -> Limits:
+    """`[limits] call_floor_s = 10  call_factor = 50  first_call_s = 30 ...`: all optional."""
+    if raw is None:
+        return Limits()
+    if not isinstance(raw, dict):
+        raise TaskError(f"{toml_path}: field 'limits' must be a table")
+    known = set(Limits.__dataclass_fields__)
+    out = {}
+    for k, v in raw.items():
+        if k not in known:
+            raise TaskError(
+                f"{toml_path}: unknown field 'limits.{k}' (expected {', '.join(sorted(known))})"
+            )
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            raise TaskError(f"{toml_path}: field 'limits.{k}' must be a positive number")
+        out[k] = float(v)
+    return Limits(**out)
 
 
 def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
@@ -305,6 +361,7 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
     task = Task(
         name=name,
         report=_report(data.get("report"), toml_path),
+        limits=_limits(data.get("limits"), toml_path),
         root=root,
         summary=str(data.get("summary", "")),
         signature=str(data.get("signature", "")),

@@ -30,6 +30,8 @@ SUMMARY_KEYS = (
     "wall_s",
     "flags",
     "mode",
+    "tier",
+    "promotion",
 )
 MAX_SUMMARY_REASONS = 5
 MAX_REASON_CHARS = 300

@@ -352,6 +352,9 @@ def format_commit_message(
         lines.append(f"roofline: {result['roofline_pct']:.1f}%")
     if result.get("comparable") is False:
         lines.append("comparable: no (interpreter timing)")
+    if result.get("tier") in ("screened", "promoted"):
+        why = (result.get("promotion") or {}).get("why", "")
+        lines.append(f"tier: {result['tier']}{' (' + why + ')' if why else ''}")
     reasons = result.get("reasons") or []
     if reasons:
         lines.append("reasons:")

@@ -59,6 +59,16 @@ class Candidate:
     def from_row(cls, row: tuple) -> Candidate:
         return cls(*row[:11], loads(row[11]))
 
+    @property
+    def screened(self) -> bool:
+        """Judged by the loop's screen only (not promoted to the full evaluation)."""
+        return self.summary.get("tier") == "screened"
+
+    @property
+    def rankable(self) -> bool:
+        """A passing, fully checked candidate with a score: one that may be called best."""
+        return self.status == "ok" and bool(self.score_us) and not self.screened
+
 
 @dataclass(frozen=True, slots=True)
 class Branch:

@@ -66,7 +66,8 @@ def describe(e: Event) -> tuple[str, str]:
     if k == ev.EVALUATION_FINISHED:
         status = p.get("status", "?")
         if status == "ok":
-            return f"{c} {b} ok {fmt_us(p.get('score_us'))}", "info"
+            tier = " (screened, not promoted)" if p.get("tier") == "screened" else ""
+            return f"{c} {b} ok {fmt_us(p.get('score_us'))}{tier}", "info"
         if status == "duplicate":
             return f"{c} {b} duplicate", "muted"
         return f"✗ {c} {b} {status}: {first_reason(p)}", "bad"

@@ -82,7 +82,7 @@ class SessionModel:
 
     @property
     def best(self) -> Candidate | None:
-        ok = [c for c in self.candidates if c.status == "ok" and c.score_us]
+        ok = [c for c in self.candidates if c.rankable]
         return min(ok, key=lambda c: c.score_us) if ok else None
 
     @property

@@ -68,7 +68,9 @@ class CannedPool:
     def free_slot(self) -> int:
         return 0
 
-    def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
+    def submit(
+        self, slot: int, task_root: str, name: str, source: str, mode: str, incumbent=None
+    ) -> Future:
         self.sources.append(source)
         fut: Future = Future()
         fut.set_result(canned(self.score(source, len(self.sources) - 1)))

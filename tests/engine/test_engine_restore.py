@@ -51,7 +51,9 @@ class InstantPool:
     def free_slot(self) -> int | None:
         return None if self.busy is not None and not self.busy.done() else 0
 
-    def submit(self, slot: int, task_root: str, name: str, source: str, mode: str) -> Future:
+    def submit(
+        self, slot: int, task_root: str, name: str, source: str, mode: str, incumbent=None
+    ) -> Future:
         fut: Future = Future()
         if not self.hang:
             fut.set_result(canned(source))

@@ -1,0 +1,162 @@
+"""Arena processes, started ahead of their candidate.
+
+Starting an arena costs seconds (the interpreter, torch, Triton, the CUDA context, the GPU hold,
+the sandbox) and none of it depends on the candidate. So an arena is spawned with its task-level
+configuration, sets itself up and reports `ready`, and only then is told to import a candidate
+(`Started.load`). A judge that evaluates many candidates in a row (an engine worker) keeps one
+such arena *spare*: it is spawned when an evaluation begins, warms up beside it, and is handed to
+the next evaluation. A spare never imports more than one candidate, so every candidate still
+gets a process that no earlier candidate touched; it only skips the wait.
+
+A spare must not disturb a measurement: its set-up creates a CUDA context and launches the hold's
+calibration. `settle()` waits until the spare is idle (blocked on its socket, `ready` sent) and
+the judge calls it before any timed stage.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cockpit.harness import wire
+from cockpit.harness.channel import Channel, ProtocolViolation
+
+# How long a spare may take to report ready before the judge gives up on it (a cold CUDA
+# context with a cold Triton cache takes several seconds; a spare that takes longer is killed,
+# and the next evaluation spawns its own arena).
+SETTLE_S = 120.0
+
+
+@dataclass
+class Started:
+    """One arena process, its work folder, its exchange folder and regions, and its channel."""
+
+    key: str  # the task-level configuration it was started with (reuse only for the same)
+    workdir: Path
+    ex: Path
+    tx: Any  # wire.Region or wire.Files: to the arena
+    rx: Any  # ... and from it
+    ch: Channel
+    cfg: dict[str, Any]
+    setup: dict[str, Any] | None = None  # the arena's first reply ({"ready": True} or a failure)
+    spawned_at: float = field(default_factory=time.monotonic)
+    ready_s: float | None = None  # seconds from spawn to `ready`, once seen
+
+    def alive(self) -> bool:
+        return self.ch.proc.poll() is None
+
+    def wait_ready(self, deadline: float) -> dict[str, Any]:
+        """The arena's set-up reply; raises what `Channel.recv` raises (died, timeout)."""
+        if self.setup is None:
+            self.setup = self.ch.recv(deadline)
+            self.ready_s = round(time.monotonic() - self.spawned_at, 3)
+        return self.setup
+
+    def close(self) -> str:
+        """End the process and remove both folders; returns the end of its log."""
+        tail = ""
+        try:
+            tail = self.ch.log_tail(800)
+            self.ch.close()
+        finally:
+            for r in {id(self.tx): self.tx, id(self.rx): self.rx}.values():
+                if isinstance(r, wire.Region):
+                    r.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            shutil.rmtree(self.ex, ignore_errors=True)
+        return tail
+
+
+def start(
+    cfg: dict[str, Any],
+    *,
+    device: str,
+    exchange: str,
+    memory_bytes: int | None,
+    cache: Path,
+    prefix: str = "cockpit-eval-",
+) -> Started:
+    """Spawn an arena with the task-level `cfg` (device, outputs, watches, sandbox, limits) and
+    send it its configuration; it sets up at once and waits for `load`."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
+    tx = rx = None
+    try:
+        tx, rx = wire.exchange(exchange, ex)
+        fds = tuple(r.fd for r in (tx, rx) if isinstance(r, wire.Region))
+        ch = Channel(workdir, cache, device, memory_bytes, pass_fds=fds)
+    except BaseException:
+        for r in (tx, rx):
+            if isinstance(r, wire.Region):
+                r.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(ex, ignore_errors=True)
+        raise
+    full = dict(
+        cfg,
+        candidate=str(workdir / "candidate.py"),
+        workdir=str(workdir),
+        exchange=str(ex),
+        regions=[tx.fd, rx.fd] if isinstance(tx, wire.Region) else None,
+        cache_dir=str(cache),
+    )
+    started = Started(key(cfg), workdir, ex, tx, rx, ch, full)
+    with contextlib.suppress(OSError):  # a process that died at once: the next recv says so
+        ch.send(full)
+    return started
+
+
+def key(cfg: dict[str, Any]) -> str:
+    return json.dumps(cfg, sort_keys=True)
+
+
+# --- the spare ----------------------------------------------------------------------------------
+_SPARE: list[Started] = []  # at most one: the arena the next evaluation in this process takes
+
+
+def take(cfg: dict[str, Any]) -> Started | None:
+    """The spare, if one was started with this configuration and is still alive; else None
+    (a spare of another configuration is ended)."""
+    if not _SPARE:
+        return None
+    s = _SPARE.pop()
+    if s.key == key(cfg) and s.alive():
+        return s
+    s.close()
+    return None
+
+
+def keep(s: Started) -> None:
+    """Make `s` the spare (ending any other)."""
+    drop()
+    _SPARE.append(s)
+
+
+def settle(limit_s: float = SETTLE_S) -> None:
+    """Wait until the spare has finished setting up (so it is idle while something is timed);
+    a spare that dies or takes longer is ended and forgotten."""
+    if not _SPARE:
+        return
+    s = _SPARE[0]
+    try:
+        reply = s.wait_ready(time.monotonic() + limit_s)
+        if not reply.get("ready"):
+            raise ProtocolViolation("set-up failed")
+    except Exception:  # noqa: BLE001 - died, timed out, set-up failed: no spare
+        drop()
+
+
+def drop() -> None:
+    while _SPARE:
+        with contextlib.suppress(Exception):
+            _SPARE.pop().close()
+
+
+atexit.register(drop)
