@@ -90,6 +90,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         seed=args.seed,
         ab_confirm=getattr(args, "ab", "auto"),
         cascade=getattr(args, "cascade", "on"),
+        warm=getattr(args, "warm", "on"),
         max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
         exchange=getattr(args, "exchange", None) or DEFAULT_EXCHANGE,
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
@@ -638,6 +639,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="screen every candidate (public and cheap hidden shapes, a short timing) and "
             "give the full evaluation only to one that could become a branch's best (on); "
             "off: every candidate gets the full evaluation",
+        )
+        s.add_argument(
+            "--warm",
+            choices=["on", "off"],
+            default="on",
+            help="start the next candidate's process (interpreter, torch, CUDA, sandbox) while "
+            "the current one is judged (on); a candidate still never shares a process",
         )
         _sessions_arg(s)
 

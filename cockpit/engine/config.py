@@ -31,11 +31,17 @@ class EngineConfig:
     # screen every candidate and promote only those that could become a branch's best to the
     # full evaluation (judge.Options.cascade); off: every candidate gets the full evaluation
     cascade: str = "on"  # on | off
+    # start each worker's next arena while the current candidate is judged (judge.Options.warm)
+    warm: str = "on"  # on | off
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def cascade_enabled(self) -> bool:
         return self.cascade != "off"
+
+    @property
+    def warm_enabled(self) -> bool:
+        return self.warm != "off"
 
     @property
     def ab_enabled(self) -> bool:

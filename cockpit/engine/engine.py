@@ -1290,7 +1290,12 @@ class Engine:
     def _new_pool(self) -> Any:
         from cockpit.engine.workers import WorkerPool
 
-        return WorkerPool(self.cfg.device, self.cfg.exchange, cascade=self.cfg.cascade_enabled)
+        return WorkerPool(
+            self.cfg.device,
+            self.cfg.exchange,
+            cascade=self.cfg.cascade_enabled,
+            warm=self.cfg.warm_enabled,
+        )
 
     def _collect(self, fut: Future) -> None:
         cid, bid, proposal, parent_id, group = self.inflight.pop(fut)

@@ -40,6 +40,7 @@ def _evaluate(
     incumbent: dict[str, Any] | None = None,
     exchange: str = DEFAULT_EXCHANGE,
     cascade: bool = False,
+    warm: bool = True,
 ) -> dict[str, Any]:
     """Judge one candidate, keeping an arena warm for the next one (`judge.Options.warm`).
 
@@ -58,7 +59,7 @@ def _evaluate(
         device=device,
         mode=mode,
         exchange=exchange,
-        warm=True,
+        warm=warm,
         cascade=cascade,
         incumbent=(incumbent or {}).get("result"),
     )
@@ -111,11 +112,16 @@ def visible_ids(visible: str | None, count: int) -> list[str]:
 
 class WorkerPool:
     def __init__(
-        self, device: str, exchange: str = DEFAULT_EXCHANGE, cascade: bool = False
+        self,
+        device: str,
+        exchange: str = DEFAULT_EXCHANGE,
+        cascade: bool = False,
+        warm: bool = True,
     ) -> None:
         self.device = device
         self.exchange = exchange  # Options.exchange of every evaluation
         self.cascade = cascade  # Options.cascade of every evaluation
+        self.warm = warm  # Options.warm of every evaluation
         ctx = mp.get_context("spawn")
         self.devices: list[str] = []  # CUDA_VISIBLE_DEVICES of each worker, in slot order
         if device == "cpu":
@@ -157,7 +163,16 @@ class WorkerPool:
     ) -> Future:
         device = "cpu" if self.device == "cpu" else "cuda"
         fut = self.slots[slot].submit(
-            _evaluate, task_root, name, source, device, mode, incumbent, self.exchange, self.cascade
+            _evaluate,
+            task_root,
+            name,
+            source,
+            device,
+            mode,
+            incumbent,
+            self.exchange,
+            self.cascade,
+            self.warm,
         )
         self.busy[slot] = fut
         return fut

@@ -1,0 +1,181 @@
+"""How many candidates the loop judges per hour, and where each one's seconds go.
+
+Runs the real loop (`cockpit run TASK --agent tuner --headless`) once per design, side by side in
+one process tree on one machine, and reads each session's record:
+
+- `new`: the cascade (screen, promote only what could become a branch's best) and warm arenas;
+- `old`: every candidate gets the full evaluation in an arena started for it (`--cascade off
+  --warm off`), the design before the cascade.
+
+For each run: evaluations per hour (evaluations / seconds from the first evaluation's start to
+the last one's verdict), the proposal-to-verdict latency per tier (screened, promoted, full),
+the median seconds per judge stage, the best score and when it was reached. `--hang` also times
+a candidate that never returns (`cockpit eval` on a spinning kernel): how long a hang costs.
+
+    python bench/throughput.py --task softmax --device cuda --budget 24 --out tp.json
+    python bench/throughput.py --task softmax --device cpu --budget 8 --mode quick   # CPU figure
+
+Progress goes to stderr; the table to stdout; `--out` writes the figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+COCKPIT = [sys.executable, "-c", "import sys; from cockpit.cli import main; sys.exit(main())"]
+DESIGNS = {
+    "new": ["--cascade", "on", "--warm", "on"],
+    "old": ["--cascade", "off", "--warm", "off"],
+}
+HANG = "import torch\n\n\ndef kernel(x, *rest):\n    while True:\n        x = x + 0\n"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_loop(task: str, device: str, budget: int, mode: str, design: str, sessions: Path,
+             beam: int, timeout: float) -> dict[str, Any]:
+    name = f"tp-{Path(task).name}-{design}-{int(time.time())}"
+    cmd = [*COCKPIT, "run", task, "--agent", "tuner", "--device", device, "--budget", str(budget),
+           "--beam", str(beam), "--mode", mode, "--headless", "--session", name,
+           "--sessions-dir", str(sessions), *DESIGNS[design]]
+    log(f"{design}: {' '.join(cmd[3:])}")
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    wall = time.monotonic() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{design}: exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    out = summarize(sessions / name)
+    out.update(design=design, wall_s=round(wall, 1), exit=proc.returncode)
+    log(f"{design}: {out['evaluations']} evaluations in {wall:.0f} s; "
+        f"{out['per_hour']:.0f}/h; tiers {out['tiers']}")
+    return out
+
+
+def summarize(folder: Path) -> dict[str, Any]:
+    from cockpit.store import SessionRecord
+
+    with SessionRecord.open_readonly(folder) as rec:
+        events = rec.events()
+    proposed = {e.candidate: e.t for e in events if e.kind == "candidate_proposed"}
+    started = {e.candidate: e.t for e in events if e.kind == "evaluation_started"}
+    finished = [e for e in events if e.kind == "evaluation_finished"
+                and e.payload.get("status") != "duplicate"]
+    best = [e for e in events if e.kind == "best_changed"]
+    t_first = min(started.values()) if started else 0.0
+    span = (max(e.t for e in finished) - t_first) if finished else 0.0
+    tiers: dict[str, int] = {}
+    latency: dict[str, list[float]] = {}
+    stages: dict[str, dict[str, list[float]]] = {}
+    for e in finished:
+        tier = e.payload.get("tier", "full")
+        tiers[tier] = tiers.get(tier, 0) + 1
+        t_from = proposed.get(e.candidate, started.get(e.candidate))
+        if t_from is not None:
+            latency.setdefault(tier, []).append(e.t - t_from)
+        for stage, s in (e.payload.get("stage_s") or {}).items():
+            stages.setdefault(tier, {}).setdefault(stage, []).append(float(s))
+    med = statistics.median
+    return {
+        "session": folder.name,
+        "evaluations": len(finished),
+        "span_s": round(span, 1),
+        "per_hour": 3600.0 * len(finished) / span if span > 0 else 0.0,
+        "tiers": tiers,
+        "statuses": _count(e.payload.get("status", "?") for e in finished),
+        "latency_s": {k: {"median": round(med(v), 2), "max": round(max(v), 2), "n": len(v)}
+                      for k, v in latency.items()},
+        "stage_s": {k: {st: round(med(v), 2) for st, v in d.items()} for k, d in stages.items()},
+        "best_us": best[-1].payload.get("score_us") if best else None,
+        "best_at_s": round(best[-1].t - t_first, 1) if best else None,
+    }
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def hang_cost(task: str, device: str, mode: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "spin.py"
+        path.write_text(HANG)
+        t0 = time.monotonic()
+        proc = subprocess.run([*COCKPIT, "eval", task, str(path), "--device", device,
+                               f"--{mode}" if mode != "iterate" else "--quick", "--json"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+        wall = time.monotonic() - t0
+    try:
+        r = json.loads(proc.stdout)
+    except ValueError:
+        r = {"status": f"unreadable (exit {proc.returncode})", "reasons": []}
+    reason = (r.get("reasons") or [{}])[0]
+    log(f"hang: {r.get('status')} in {wall:.1f} s: {reason.get('message', '')[:120]}")
+    return {"status": r.get("status"), "wall_s": round(wall, 1), "reason": reason.get("message"),
+            "stage_s": r.get("stage_s")}
+
+
+def table(runs: list[dict[str, Any]]) -> str:
+    rows = [("design", "evals", "per hour", "tiers", "screened s", "promoted/full s",
+             "best", "best at s")]
+    for r in runs:
+        lat = r["latency_s"]
+        full = lat.get("promoted") or lat.get("full") or {}
+        rows.append((
+            r["design"], str(r["evaluations"]), f"{r['per_hour']:.0f}",
+            " ".join(f"{k}={v}" for k, v in sorted(r["tiers"].items())),
+            f"{lat['screened']['median']:.1f}" if "screened" in lat else "-",
+            f"{full['median']:.1f}" if full else "-",
+            f"{r['best_us']:.2f} us" if r.get("best_us") else "-",
+            f"{r['best_at_s']:.0f}" if r.get("best_at_s") is not None else "-",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--task", default="softmax")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--budget", type=int, default=24)
+    ap.add_argument("--beam", type=int, default=3)
+    ap.add_argument("--mode", default="iterate", choices=["quick", "iterate", "final"])
+    ap.add_argument("--designs", nargs="+", default=["new", "old"], choices=list(DESIGNS))
+    ap.add_argument("--hang", action="store_true", help="also time a candidate that never returns")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    ap.add_argument("--out", help="write the figures as JSON")
+    args = ap.parse_args()
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    with tempfile.TemporaryDirectory(prefix="cockpit-tp-") as d:
+        runs = [run_loop(args.task, args.device, args.budget, args.mode, design, Path(d),
+                         args.beam, args.timeout) for design in args.designs]
+    out: dict[str, Any] = {"task": args.task, "device": args.device, "budget": args.budget,
+                           "mode": args.mode, "runs": runs,
+                           "date": time.strftime("%Y-%m-%d %H:%M")}
+    if args.hang:
+        out["hang"] = hang_cost(args.task, args.device, args.mode)
+    print(table(runs))
+    for r in runs:
+        print(f"{r['design']}: stage medians by tier {json.dumps(r['stage_s'])}")
+    if "hang" in out:
+        print(f"hang: {out['hang']['status']} after {out['hang']['wall_s']} s")
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
