@@ -110,3 +110,14 @@ def test_every_results_run_has_a_manifest() -> None:
     runs = [p for p in (ROOT / "bench" / "results").iterdir() if p.is_dir()]
     assert runs
     assert [p.name for p in runs if not (p / "manifest.json").is_file()] == []
+
+
+def test_the_decision_index_lists_every_record() -> None:
+    folder = ROOT / "docs" / "decisions"
+    records = sorted(p.name for p in folder.glob("[0-9][0-9][0-9][0-9]-*.md"))
+    assert records
+    index = (folder / "README.md").read_text(encoding="utf-8")
+    assert [r for r in records if f"]({r})" not in index] == []
+    for r in records:
+        head = (folder / r).read_text(encoding="utf-8").splitlines()[0]
+        assert head.startswith(f"# {r[:4]}: "), f"{r}: the title names its own number"
