@@ -1141,12 +1141,14 @@ class _Comparison(_Evaluation):
         ref = load_reference(self.task)
         out: dict[str, Any] = {"ok": True, "shapes": []}
         files = {"candidate.py": self.source, "candidate_b.py": self.source_b}
-        with self._arena("cockpit-ab-", files) as (workdir, cache):
+        with self._arena("cockpit-ab-", files):
             try:
-                self._load(workdir, cache, self.mem)
+                self._load()
             except _Stop:
                 return {"ok": False, **self._first_reason("A")}
             loaded = self._request({"op": "load_b"})
+            if self.opts.warm:
+                warm.settle()  # the next arena is idle before the interleaved timing starts
             if not loaded.get("ok"):
                 return {
                     "ok": False,
