@@ -12,6 +12,10 @@ the last one's verdict), the proposal-to-verdict latency per tier (screened, pro
 the median seconds per judge stage, the best score and when it was reached. `--hang` also times
 a candidate that never returns (`cockpit eval` on a spinning kernel): how long a hang costs.
 
+`--eval FILE` judges one candidate three ways in this process, each with a cold compile cache
+(a fresh data folder): the full evaluation (`cockpit eval`'s), the cascade with no incumbent
+(screened, then promoted) and the cascade against an incumbent nothing can beat (screened only).
+
     python bench/throughput.py --task softmax --device cuda --budget 24 --out tp.json
     python bench/throughput.py --task softmax --device cpu --budget 8 --mode quick   # CPU figure
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,12 +49,38 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def run_loop(task: str, device: str, budget: int, mode: str, design: str, sessions: Path,
-             beam: int, timeout: float) -> dict[str, Any]:
+def run_loop(
+    task: str,
+    device: str,
+    budget: int,
+    mode: str,
+    design: str,
+    sessions: Path,
+    beam: int,
+    timeout: float,
+) -> dict[str, Any]:
     name = f"tp-{Path(task).name}-{design}-{int(time.time())}"
-    cmd = [*COCKPIT, "run", task, "--agent", "tuner", "--device", device, "--budget", str(budget),
-           "--beam", str(beam), "--mode", mode, "--headless", "--session", name,
-           "--sessions-dir", str(sessions), *DESIGNS[design]]
+    cmd = [
+        *COCKPIT,
+        "run",
+        task,
+        "--agent",
+        "tuner",
+        "--device",
+        device,
+        "--budget",
+        str(budget),
+        "--beam",
+        str(beam),
+        "--mode",
+        mode,
+        "--headless",
+        "--session",
+        name,
+        "--sessions-dir",
+        str(sessions),
+        *DESIGNS[design],
+    ]
     log(f"{design}: {' '.join(cmd[3:])}")
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
@@ -58,8 +89,10 @@ def run_loop(task: str, device: str, budget: int, mode: str, design: str, sessio
         raise SystemExit(f"{design}: exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
     out = summarize(sessions / name)
     out.update(design=design, wall_s=round(wall, 1), exit=proc.returncode)
-    log(f"{design}: {out['evaluations']} evaluations in {wall:.0f} s; "
-        f"{out['per_hour']:.0f}/h; tiers {out['tiers']}")
+    log(
+        f"{design}: {out['evaluations']} evaluations in {wall:.0f} s; "
+        f"{out['per_hour']:.0f}/h; tiers {out['tiers']}"
+    )
     return out
 
 
@@ -70,8 +103,11 @@ def summarize(folder: Path) -> dict[str, Any]:
         events = rec.events()
     proposed = {e.candidate: e.t for e in events if e.kind == "candidate_proposed"}
     started = {e.candidate: e.t for e in events if e.kind == "evaluation_started"}
-    finished = [e for e in events if e.kind == "evaluation_finished"
-                and e.payload.get("status") != "duplicate"]
+    finished = [
+        e
+        for e in events
+        if e.kind == "evaluation_finished" and e.payload.get("status") != "duplicate"
+    ]
     best = [e for e in events if e.kind == "best_changed"]
     t_first = min(started.values()) if started else 0.0
     span = (max(e.t for e in finished) - t_first) if finished else 0.0
@@ -94,8 +130,10 @@ def summarize(folder: Path) -> dict[str, Any]:
         "per_hour": 3600.0 * len(finished) / span if span > 0 else 0.0,
         "tiers": tiers,
         "statuses": _count(e.payload.get("status", "?") for e in finished),
-        "latency_s": {k: {"median": round(med(v), 2), "max": round(max(v), 2), "n": len(v)}
-                      for k, v in latency.items()},
+        "latency_s": {
+            k: {"median": round(med(v), 2), "max": round(max(v), 2), "n": len(v)}
+            for k, v in latency.items()
+        },
         "stage_s": {k: {st: round(med(v), 2) for st, v in d.items()} for k, d in stages.items()},
         "best_us": best[-1].payload.get("score_us") if best else None,
         "best_at_s": round(best[-1].t - t_first, 1) if best else None,
@@ -114,9 +152,22 @@ def hang_cost(task: str, device: str, mode: str) -> dict[str, Any]:
         path = Path(d) / "spin.py"
         path.write_text(HANG)
         t0 = time.monotonic()
-        proc = subprocess.run([*COCKPIT, "eval", task, str(path), "--device", device,
-                               f"--{mode}" if mode != "iterate" else "--quick", "--json"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [
+                *COCKPIT,
+                "eval",
+                task,
+                str(path),
+                "--device",
+                device,
+                f"--{mode}" if mode != "iterate" else "--quick",
+                "--json",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         wall = time.monotonic() - t0
     try:
         r = json.loads(proc.stdout)
@@ -124,24 +175,92 @@ def hang_cost(task: str, device: str, mode: str) -> dict[str, Any]:
         r = {"status": f"unreadable (exit {proc.returncode})", "reasons": []}
     reason = (r.get("reasons") or [{}])[0]
     log(f"hang: {r.get('status')} in {wall:.1f} s: {reason.get('message', '')[:120]}")
-    return {"status": r.get("status"), "wall_s": round(wall, 1), "reason": reason.get("message"),
-            "stage_s": r.get("stage_s")}
+    return {
+        "status": r.get("status"),
+        "wall_s": round(wall, 1),
+        "reason": reason.get("message"),
+        "stage_s": r.get("stage_s"),
+    }
+
+
+def eval_tiers(task_name: str, path: str, device: str, mode: str) -> dict[str, Any]:
+    from cockpit.harness import warm
+    from cockpit.harness.judge import Options, evaluate
+    from cockpit.harness.task import load_task
+
+    task = load_task(task_name)
+    source = Path(path).read_text()
+    out: dict[str, Any] = {}
+    unbeatable: dict[str, Any] | None = None
+    from cockpit.harness import scoring
+
+    home = scoring.data_dir()
+    scoring.ceilings(device)  # measured once, kept: a loop has them from its first evaluation
+    for label in ("full", "promoted", "screened"):
+        with tempfile.TemporaryDirectory(prefix="cockpit-tp-data-") as d:
+            # a cold compile cache, as a new candidate has; the machine's ceilings and baselines
+            for sub in ("ceilings", "baselines"):
+                if (home / sub).is_dir():
+                    shutil.copytree(home / sub, Path(d) / sub)
+            os.environ["COCKPIT_DATA_DIR"] = d
+            opts = Options(
+                device=device,
+                mode=mode,
+                cascade=label != "full",
+                incumbent=unbeatable if label == "screened" else None,
+            )
+            t0 = time.monotonic()
+            r = evaluate(task, path, opts, source=source).to_dict()
+            wall = time.monotonic() - t0
+        warm.drop()
+        if label == "full":
+            unbeatable = json.loads(json.dumps(r))
+            for s in unbeatable.get("shapes", []):
+                for k in ("median_us", "mean_us"):
+                    if (s.get("timing") or {}).get(k):
+                        s["timing"][k] /= 1000.0
+                s["floor_us"] = None
+        out[label] = {
+            "status": r["status"],
+            "tier": r.get("tier"),
+            "wall_s": round(wall, 1),
+            "stage_s": r.get("stage_s"),
+            "score_us": r.get("score_us"),
+            "shapes": len(r.get("shapes", [])),
+            "why": r.get("promotion", {}).get("why"),
+        }
+        log(f"eval {label}: {r['status']} ({r.get('tier')}) in {wall:.1f} s {r.get('stage_s')}")
+    return out
 
 
 def table(runs: list[dict[str, Any]]) -> str:
-    rows = [("design", "evals", "per hour", "tiers", "screened s", "promoted/full s",
-             "best", "best at s")]
+    rows = [
+        (
+            "design",
+            "evals",
+            "per hour",
+            "tiers",
+            "screened s",
+            "promoted/full s",
+            "best",
+            "best at s",
+        )
+    ]
     for r in runs:
         lat = r["latency_s"]
         full = lat.get("promoted") or lat.get("full") or {}
-        rows.append((
-            r["design"], str(r["evaluations"]), f"{r['per_hour']:.0f}",
-            " ".join(f"{k}={v}" for k, v in sorted(r["tiers"].items())),
-            f"{lat['screened']['median']:.1f}" if "screened" in lat else "-",
-            f"{full['median']:.1f}" if full else "-",
-            f"{r['best_us']:.2f} us" if r.get("best_us") else "-",
-            f"{r['best_at_s']:.0f}" if r.get("best_at_s") is not None else "-",
-        ))
+        rows.append(
+            (
+                r["design"],
+                str(r["evaluations"]),
+                f"{r['per_hour']:.0f}",
+                " ".join(f"{k}={v}" for k, v in sorted(r["tiers"].items())),
+                f"{lat['screened']['median']:.1f}" if "screened" in lat else "-",
+                f"{full['median']:.1f}" if full else "-",
+                f"{r['best_us']:.2f} us" if r.get("best_us") else "-",
+                f"{r['best_at_s']:.0f}" if r.get("best_at_s") is not None else "-",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
 
@@ -155,16 +274,50 @@ def main() -> int:
     ap.add_argument("--mode", default="iterate", choices=["quick", "iterate", "final"])
     ap.add_argument("--designs", nargs="+", default=["new", "old"], choices=list(DESIGNS))
     ap.add_argument("--hang", action="store_true", help="also time a candidate that never returns")
+    ap.add_argument("--eval", metavar="FILE", help="judge FILE full, promoted and screened only")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--out", help="write the figures as JSON")
     args = ap.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if args.eval:
+        out = {
+            "task": args.task,
+            "device": args.device,
+            "mode": args.mode,
+            "candidate": args.eval,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "tiers": eval_tiers(args.task, args.eval, args.device, args.mode),
+        }
+        for label, r in out["tiers"].items():
+            print(
+                f"{label:9s} {r['status']:8s} {r['wall_s']:7.1f} s  {r['shapes']} shapes  "
+                f"{json.dumps(r['stage_s'])}"
+            )
+        if args.out:
+            Path(args.out).write_text(json.dumps(out, indent=1))
+        return 0
     with tempfile.TemporaryDirectory(prefix="cockpit-tp-") as d:
-        runs = [run_loop(args.task, args.device, args.budget, args.mode, design, Path(d),
-                         args.beam, args.timeout) for design in args.designs]
-    out: dict[str, Any] = {"task": args.task, "device": args.device, "budget": args.budget,
-                           "mode": args.mode, "runs": runs,
-                           "date": time.strftime("%Y-%m-%d %H:%M")}
+        runs = [
+            run_loop(
+                args.task,
+                args.device,
+                args.budget,
+                args.mode,
+                design,
+                Path(d),
+                args.beam,
+                args.timeout,
+            )
+            for design in args.designs
+        ]
+    out: dict[str, Any] = {
+        "task": args.task,
+        "device": args.device,
+        "budget": args.budget,
+        "mode": args.mode,
+        "runs": runs,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     if args.hang:
         out["hang"] = hang_cost(args.task, args.device, args.mode)
     print(table(runs))
