@@ -83,12 +83,20 @@ def run_loop(
     ]
     log(f"{design}: {' '.join(cmd[3:])}")
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    # past `timeout` the run is stopped (SIGTERM: the session ends `stopped`) and what it
+    # finished is counted; its one line per evaluation goes to stderr as it happens
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=sys.stderr, stderr=sys.stderr)
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        log(f"{design}: stopped after {timeout:.0f} s")
+        proc.terminate()
+        rc = proc.wait(60)
     wall = time.monotonic() - t0
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{design}: exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    if not (sessions / name / "session.db").is_file():
+        raise SystemExit(f"{design}: exit {rc}, no session was recorded")
     out = summarize(sessions / name)
-    out.update(design=design, wall_s=round(wall, 1), exit=proc.returncode)
+    out.update(design=design, wall_s=round(wall, 1), exit=rc)
     log(
         f"{design}: {out['evaluations']} evaluations in {wall:.0f} s; "
         f"{out['per_hour']:.0f}/h; tiers {out['tiers']}"
@@ -277,6 +285,7 @@ def main() -> int:
     ap.add_argument("--eval", metavar="FILE", help="judge FILE full, promoted and screened only")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--out", help="write the figures as JSON")
+    ap.add_argument("--sessions-dir", help="keep the runs' sessions here (default: a temp folder)")
     args = ap.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     if args.eval:
@@ -296,30 +305,31 @@ def main() -> int:
         if args.out:
             Path(args.out).write_text(json.dumps(out, indent=1))
         return 0
+    out: dict[str, Any] = {
+        "task": args.task,
+        "device": args.device,
+        "budget": args.budget,
+        "mode": args.mode,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
+    if args.hang:
+        out["hang"] = hang_cost(args.task, args.device, args.mode)
     with tempfile.TemporaryDirectory(prefix="cockpit-tp-") as d:
-        runs = [
+        where = Path(args.sessions_dir or d)
+        where.mkdir(parents=True, exist_ok=True)
+        out["runs"] = runs = [
             run_loop(
                 args.task,
                 args.device,
                 args.budget,
                 args.mode,
                 design,
-                Path(d),
+                where,
                 args.beam,
                 args.timeout,
             )
             for design in args.designs
         ]
-    out: dict[str, Any] = {
-        "task": args.task,
-        "device": args.device,
-        "budget": args.budget,
-        "mode": args.mode,
-        "runs": runs,
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-    }
-    if args.hang:
-        out["hang"] = hang_cost(args.task, args.device, args.mode)
     print(table(runs))
     for r in runs:
         print(f"{r['design']}: stage medians by tier {json.dumps(r['stage_s'])}")

@@ -810,13 +810,14 @@ class _Evaluation:
         self._progress("timed", len(timed), len(timed))
 
     def _input_pool(self, ref: Any, shape: Shape) -> list[tuple[torch.Tensor, ...]]:
-        """2-8 input sets with fresh secret seeds (<= 1 GiB on a GPU, 64 MiB on the CPU); the
+        """2-8 input sets with fresh secret seeds (within the policy's pool_bytes on a GPU, 64 MiB on
+        the CPU); the
         arena freshens each timed call from two of them."""
         first = tuple(
             ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
         )
         per_set = sum(t.numel() * t.element_size() for t in first)
-        budget = (1 << 30) if self.device != "cpu" else (64 << 20)
+        budget = self.policy.pool_bytes if self.device != "cpu" else (64 << 20)
         n_pool = max(2, min(8, budget // max(per_set, 1)))
         return [first] + [
             tuple(ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device)))

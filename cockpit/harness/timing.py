@@ -31,6 +31,9 @@ class Policy:
     warmup_calls: int = 3
     warmup_ms: float = 25.0
     check_calls: int = 2  # timed calls whose outputs are also verified
+    # input sets per timed shape on a GPU: 2-8 of them within this many bytes (each timed call
+    # takes a fresh mix of two, so two already give every call new inputs)
+    pool_bytes: int = 1 << 30
 
     @classmethod
     def preset(cls, name: str) -> Policy:
@@ -51,6 +54,7 @@ PRESETS = {
         warmup_calls=1,
         warmup_ms=0.0,
         check_calls=1,
+        pool_bytes=256 << 20,
     ),
 }
 
