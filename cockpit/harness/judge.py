@@ -810,9 +810,8 @@ class _Evaluation:
         self._progress("timed", len(timed), len(timed))
 
     def _input_pool(self, ref: Any, shape: Shape) -> list[tuple[torch.Tensor, ...]]:
-        """2-8 input sets with fresh secret seeds (within the policy's pool_bytes on a GPU, 64 MiB on
-        the CPU); the
-        arena freshens each timed call from two of them."""
+        """2-8 input sets with fresh secret seeds (within the policy's pool_bytes on a GPU, 64 MiB
+        on the CPU); the arena freshens each timed call from two of them."""
         first = tuple(
             ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
         )
