@@ -12,6 +12,7 @@ sandbox goes up, then the identity snapshot is taken, and only then is the candi
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib.util
 import json
 import math
@@ -274,13 +275,7 @@ class Arena:
         cfg = self.cfg
         if cfg.get("sandbox", True):
             self.protections["network"] = sandbox.drop_network()
-            import triton  # noqa: F401  (bound before file access narrows)
-
-            # Triton's jit reads a kernel's source when its module is imported, and the project
-            # is not readable once the sandbox is up: the hold must be imported now (session 5:
-            # imported later, it failed with EACCES on the H200 and every run used the sleep)
-            import cockpit.harness.hold  # noqa: F401
-
+            # triton and the hold are imported by main(), before the file rules go up
             if self.cuda:
                 torch.cuda.init()
                 torch.empty(1, device=self.device)  # create the context while /dev is open
@@ -1177,7 +1172,19 @@ def main() -> None:
         pass
     fd = int(sys.argv[sys.argv.index("--fd") + 1])
     conn = Connection(fd)
-    cfg = json.loads(conn.recv_bytes())
+    # Everything that costs CPU alone comes before the configuration: an arena started ahead
+    # (a spare) does this while another candidate runs, and touches the GPU only once the judge
+    # configures it, when nothing is being timed. Triton's jit reads a kernel's source when its
+    # module is imported, and the project is not readable once the sandbox is up: the hold is
+    # imported here, before it.
+    with contextlib.suppress(ImportError):
+        import triton  # noqa: F401
+
+        import cockpit.harness.hold  # noqa: F401
+    try:
+        cfg = json.loads(conn.recv_bytes())
+    except (EOFError, OSError, ValueError):
+        return
     arena = Arena(conn, cfg)
     try:
         protections = arena.setup()

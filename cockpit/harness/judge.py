@@ -406,7 +406,7 @@ class _Evaluation:
             "memory_bytes": self.mem if self.device == "cpu" else None,
         }
 
-    def _start(self, cfg: dict[str, Any], prefix: str) -> warm.Started:
+    def _start(self, cfg: dict[str, Any], prefix: str, prime: bool = True) -> warm.Started:
         cache = scoring.data_dir() / "cache"
         cache.mkdir(parents=True, exist_ok=True)
         return warm.start(
@@ -416,6 +416,7 @@ class _Evaluation:
             memory_bytes=None if self.device == "cpu" else self.mem,
             cache=cache,
             prefix=prefix,
+            prime=prime,
         )
 
     @contextlib.contextmanager
@@ -433,7 +434,8 @@ class _Evaluation:
             how = "started for this candidate"
         if self.opts.warm:
             try:
-                warm.keep(self._start(cfg, prefix))
+                # on a GPU the spare is configured once this evaluation is over (warm.prime_spare)
+                warm.keep(self._start(cfg, prefix, prime=self.device == "cpu"))
             except OSError:
                 warm.drop()
         self.arena = arena
@@ -445,6 +447,8 @@ class _Evaluation:
             yield arena.workdir
         finally:
             self.res.log_tail = arena.close()
+            if self.opts.warm:
+                warm.prime_spare()
 
     def _died(self, exc: ArenaDied) -> None:
         rc, tail = exc.returncode, exc.log_tail

@@ -1,16 +1,19 @@
 """Arena processes, started ahead of their candidate.
 
 Starting an arena costs seconds (the interpreter, torch, Triton, the CUDA context, the GPU hold,
-the sandbox) and none of it depends on the candidate. So an arena is spawned with its task-level
-configuration, sets itself up and reports `ready`, and only then is told to import a candidate
-(`Started.load`). A judge that evaluates many candidates in a row (an engine worker) keeps one
-such arena *spare*: it is spawned when an evaluation begins, warms up beside it, and is handed to
-the next evaluation. A spare never imports more than one candidate, so every candidate still
-gets a process that no earlier candidate touched; it only skips the wait.
+the sandbox) and none of it depends on the candidate. An arena starts in two steps: spawned, it
+imports what it needs (CPU only) and waits for its task-level configuration; configured
+(`Started.prime`), it sets up (CUDA context, hold, sandbox), reports `ready`, and only then is
+told to import a candidate. A judge that evaluates many candidates in a row (an engine worker)
+keeps one such arena *spare*: spawned when an evaluation begins, it imports beside it and is
+handed to the next evaluation. A spare never imports more than one candidate, so every candidate
+still gets a process that no earlier candidate touched; it only skips the wait.
 
-A spare must not disturb a measurement: its set-up creates a CUDA context and launches the hold's
-calibration. `settle()` waits until the spare is idle (blocked on its socket, `ready` sent) and
-the judge calls it before any timed stage.
+A spare must not disturb a measurement. On a GPU it is configured only when the evaluation that
+spawned it has finished (`prime_spare`): its set-up creates a CUDA context and launches the
+hold's calibration, and nothing is timed then. On the CPU, where its imports would compete with a
+timed candidate for the cores, it is configured at once and `settle()` waits (before any timed
+stage) until it is idle, blocked on its socket with `ready` sent.
 """
 
 from __future__ import annotations
@@ -47,11 +50,19 @@ class Started:
     ch: Channel
     cfg: dict[str, Any]
     setup: dict[str, Any] | None = None  # the arena's first reply ({"ready": True} or a failure)
+    primed: bool = False  # its configuration was sent (it is setting up, or set up)
     spawned_at: float = field(default_factory=time.monotonic)
     ready_s: float | None = None  # seconds from spawn to `ready`, once seen
 
     def alive(self) -> bool:
         return self.ch.proc.poll() is None
+
+    def prime(self) -> None:
+        """Send the configuration: the arena sets up (touching the GPU) and then reports ready."""
+        if not self.primed:
+            self.primed = True
+            with contextlib.suppress(OSError):  # a process that died: the next recv says so
+                self.ch.send(self.cfg)
 
     def wait_ready(self, deadline: float) -> dict[str, Any]:
         """The arena's set-up reply; raises what `Channel.recv` raises (died, timeout)."""
@@ -93,9 +104,10 @@ def start(
     memory_bytes: int | None,
     cache: Path,
     prefix: str = "cockpit-eval-",
+    prime: bool = True,
 ) -> Started:
-    """Spawn an arena with the task-level `cfg` (device, outputs, watches, sandbox, limits) and
-    send it its configuration; it sets up at once and waits for `load`."""
+    """Spawn an arena for the task-level `cfg` (device, outputs, watches, sandbox, limits); with
+    `prime`, send it the configuration at once (it sets up and waits for `load`), else later."""
     workdir = Path(tempfile.mkdtemp(prefix=prefix))
     ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
     tx = rx = None
@@ -119,8 +131,8 @@ def start(
         cache_dir=str(cache),
     )
     started = Started(key(cfg), workdir, ex, tx, rx, ch, full)
-    with contextlib.suppress(OSError):  # a process that died at once: the next recv says so
-        ch.send(full)
+    if prime:
+        started.prime()
     return started
 
 
@@ -139,6 +151,7 @@ def take(cfg: dict[str, Any]) -> Started | None:
         return None
     s = _SPARE.pop()
     if s.key == key(cfg) and s.alive():
+        s.prime()
         return s
     s.close()
     return None
@@ -150,10 +163,17 @@ def keep(s: Started) -> None:
     _SPARE.append(s)
 
 
+def prime_spare() -> None:
+    """Let the spare set up now (the evaluation that spawned it is over)."""
+    if _SPARE:
+        _SPARE[0].prime()
+
+
 def settle(limit_s: float = SETTLE_S) -> None:
-    """Wait until the spare has finished setting up (so it is idle while something is timed);
-    a spare that dies or takes longer is ended and forgotten."""
-    if not _SPARE:
+    """Wait until a configured spare has finished setting up (so it is idle while something is
+    timed); one that dies or takes longer is ended and forgotten. A spare not yet configured
+    only imports, on the CPU, and is left alone."""
+    if not _SPARE or not _SPARE[0].primed:
         return
     s = _SPARE[0]
     try:

@@ -188,3 +188,28 @@ def test_the_per_call_limit_comes_from_the_task_and_names_a_later_shape(tmp_path
     assert r.status == "timeout", describe(r)
     assert r.reasons[0].shape == "rows=96 cols=16 float32"
     assert time.monotonic() - t0 < 30
+
+
+def test_an_arena_started_ahead_sets_up_only_once_configured(tmp_path):
+    """A spare on a GPU must not touch the device while another candidate is timed: it imports,
+    then waits for its configuration before it sets up (CUDA context, hold, sandbox)."""
+    root = tiered_task(tmp_path)
+    cfg = {
+        "device": "cpu",
+        "n_outputs": 1,
+        "forbidden_ops": [],
+        "forbidden_cnames": [],
+        "sandbox": True,
+        "exclude": [str(root)],
+        "memory_bytes": 4 << 30,
+    }
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    a = warm.start(cfg, device="cpu", exchange="memfd", memory_bytes=None, cache=cache, prime=False)
+    try:
+        assert not a.ch.conn.poll(8.0), "set up before it was configured"
+        assert a.alive()
+        a.prime()
+        assert a.wait_ready(time.monotonic() + 60) == {"ready": True}
+    finally:
+        a.close()
