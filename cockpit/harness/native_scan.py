@@ -690,6 +690,12 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
     and each load_inline call's arguments (resolved and scanned)."""
     parents = _parents(tree)
     modules, funcs = _import_aliases(tree)
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    }
     resolver = _Resolver(tree)
     calls: list[ast.Call] = []
 
@@ -752,7 +758,23 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
                               "directly so the judge can read its sources")  # fmt: skip
                 else:
                     calls.append(call)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and _dotted(node.args[0]).split(".")[0] in imported
+            and not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+        ):
+            add(node, f"reads an attribute of {_dotted(node.args[0])} by computed name: the judge "
+                      "cannot see what it reaches (a native-code loader among others)")  # fmt: skip
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("__getattribute__", "__getattr__")
+            and _dotted(node.value).split(".")[0] in imported
+        ):
+            add(node, f"uses {_dotted(node)}: reads a module's attributes by computed name")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value.strip()
             if re.fullmatch(r"[A-Za-z_][\w.]*", text) and set(text.split(".")) & _LOADER_WORDS:
                 add(node, f"string {node.value!r} names a native-code loader: reached by "

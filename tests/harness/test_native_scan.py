@@ -320,6 +320,18 @@ def test_compiler_flags_are_limited_to_what_a_kernel_build_needs():
     assert_caught(candidate("", extra_cflags="_FLAGS()"), r"not a string constant")
 
 
+def test_getattr_by_computed_name_on_an_object_of_the_candidate_is_not_a_module_access():
+    src = (
+        "import torch\n"
+        "class Lanes:\n"
+        "    def __init__(self):\n        self.a = 1\n"
+        "    def get(self, lane):\n        return getattr(self, lane)\n"
+        "_dt = getattr(torch, 'float32')\n"
+        "def kernel(x):\n    return x\n"
+    )
+    assert scan(src, []) == []
+
+
 def test_the_task_forbidden_names_apply_inside_native_code():
     forbidden = task_or_skip("qr").forbidden
     src = candidate("void g(float* a) { cusolverDnSgeqrf(0, 0, 0, a, 0, 0, 0, 0, 0); }")
@@ -341,6 +353,14 @@ OTHER_ROUTES = {
     "load_inline_getattr": (
         "import torch\n_f = getattr(torch.utils, 'cpp_extension')\n",
         r"names a native-code loader|module itself",
+    ),
+    "computed_getattr": (
+        "import torch\n_n = 'cpp_' + 'extension'\n_m = getattr(torch.utils, _n)\n",
+        r"by computed name",
+    ),
+    "computed_getattribute": (
+        "import torch\n_m = torch.utils.__getattribute__('cpp_' + 'extension')\n",
+        r"by computed name",
     ),
     "jit_compile": (
         "import torch.utils.cpp_extension as ce\nce._jit_compile('m', [], None, None, None, None)\n",
