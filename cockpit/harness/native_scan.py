@@ -104,6 +104,10 @@ _THREADS = "starts threads the judge does not see"
 _SIGNALS = "installs signal handlers"
 _STREAM = "runs work on a stream the harness does not see (use the current stream)"
 _L2 = "pins data in L2 (persisting cache)"
+_DISPATCH = "registers or switches dispatcher kernels outside its own operator namespace"
+_LIBRARY_MACROS = {"TORCH_LIBRARY", "TORCH_LIBRARY_IMPL", "TORCH_LIBRARY_FRAGMENT"}
+# operator namespaces that belong to torch: a candidate registers only in a namespace of its own
+_RESERVED_NS = {"aten", "prim", "prims", "_", "c10", "quantized", "cuda", "torch", "inductor"}
 
 # Headers that reach the interpreter, the dynamic loader or the kernel's system-call table.
 _BANNED_HEADERS: list[tuple[re.Pattern[str], str]] = [
@@ -224,38 +228,47 @@ def _unescape(body: str) -> str:
     return _ESC.sub(one, body)
 
 
+_RAW = re.compile(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\(')
+
+
 def _lex(text: str) -> tuple[str, list[tuple[int, str]]]:
-    """Split spliced C/C++ text into code (comments blanked, each literal replaced by `""` of
-    the same length so offsets hold) and its string literals (offset, decoded text), with
-    adjacent literals joined as the compiler joins them."""
+    """Split spliced C/C++ text into code (comments blanked, each literal replaced by `""` and
+    blanks of the same length, so offsets hold) and its string literals (offset, decoded text),
+    with adjacent literals joined as the compiler joins them."""
     code: list[str] = []
     strings: list[tuple[int, str]] = []
     i, n = 0, len(text)
-    last_string_end = -1
+    last_string_end = -1  # offset just past the last string literal
+
+    def blank(a: int, b: int) -> str:
+        return "".join(ch if ch == "\n" else " " for ch in text[a:b])
+
     while i < n:
         c = text[i]
-        if text.startswith("//", i):
+        if c == "/" and text.startswith("//", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
             code.append(" " * (j - i))
             i = j
             continue
-        if text.startswith("/*", i):
+        if c == "/" and text.startswith("/*", i):
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            code.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+            code.append(blank(i, j))
             i = j
             continue
-        raw = re.match(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\(', text[i:])
+        raw = _RAW.match(text, i) if c in "uULR" else None
         if raw and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            end = text.find(")" + raw.group(1) + '"', i + raw.end())
+            end = text.find(")" + raw.group(1) + '"', raw.end())
             end = n if end < 0 else end
-            body = text[i + raw.end() : end]
             j = min(n, end + len(raw.group(1)) + 2)
-            strings.append((i, body))
-            code.append('""' + "".join(ch if ch == "\n" else " " for ch in text[i + 2 : j]))
-            i = j
-            last_string_end = len("".join(code))
+            strings.append((i, text[raw.end() : end]))
+            code.append('""' + blank(i + 2, j))
+            i = last_string_end = j
+            continue
+        if c == "'" and i > 0 and text[i - 1].isdigit():
+            code.append(" ")  # a digit separator (1'000'000), not a character literal
+            i += 1
             continue
         if c in "\"'":
             j = i + 1
@@ -264,14 +277,15 @@ def _lex(text: str) -> tuple[str, list[tuple[int, str]]]:
             j = min(n, j + 1)
             if c == '"':
                 body = _unescape(text[i + 1 : j - 1])
-                joined = "".join(code)
-                if last_string_end >= 0 and not joined[last_string_end:].strip() and strings:
+                between = text[last_string_end:i] if last_string_end >= 0 else "x"
+                between = re.sub(r"/\*.*?\*/|//[^\n]*", "", between, flags=re.S)
+                if strings and not between.strip():
                     off, prev = strings[-1]
                     strings[-1] = (off, prev + body)
                 else:
                     strings.append((i, body))
                 code.append('""' + " " * (j - i - 2))
-                last_string_end = len(joined) + (j - i)
+                last_string_end = j
             else:
                 code.append("'" + " " * (j - i - 2) + "'" if j - i >= 2 else " " * (j - i))
             i = j
@@ -367,6 +381,16 @@ def scan_native(text: str, forbidden: list[str] | None = None) -> list[tuple[int
             add(m.start(), f"uses {word}:: {_PY_API}")
         elif word in ("asm", "__asm__", "__asm"):
             pass  # the assembly text is checked with the strings
+        elif "dispatch" in word.lower() and not word.isupper():
+            # AT_DISPATCH_* (upper case) picks a dtype; Dispatcher, DispatchKey guards and
+            # redispatch reach the dispatcher, where the forbidden-op watch lives
+            add(m.start(), f"uses {word}: {_DISPATCH}")
+        elif word.startswith("TORCH_LIBRARY") and word in _LIBRARY_MACROS:
+            args = re.match(r"\s*\(\s*(\w+)", code[m.end() :])
+            ns = args.group(1) if args else ""
+            own = set(re.findall(r"\bTORCH_LIBRARY\s*\(\s*(\w+)", code)) - _RESERVED_NS
+            if ns in _RESERVED_NS or (word != "TORCH_LIBRARY" and ns not in own):
+                add(m.start(), f"uses {word}({ns}, ...): {_DISPATCH}")
         elif forbidden:
             hit = _forbidden_match(word, [f for f in forbidden if "." not in f])
             if hit:
@@ -383,11 +407,17 @@ def scan_native(text: str, forbidden: list[str] | None = None) -> list[tuple[int
         if m.group(3) == "py" and m.group(5) == "pybind11":
             continue  # `namespace py = pybind11;`, what torch/extension.h itself declares
         add(m.start(), f"renames pybind11 ({' '.join(m.group(0).split())}): hides what it uses")
-    # strings: /proc, device files, preloads, Python symbols named for a lookup
+    # strings: /proc, device files, preloads, Python symbols named for a lookup, and the task's
+    # forbidden names in an operator name ("aten::geqrf" for a dispatcher lookup)
+    bare = [f for f in forbidden or [] if "." not in f]
     for off, s in strings:
         for pat, why in _STRING_BAD:
             if pat.search(s.strip()):
                 add(off, f"string {s[:40]!r}: {why}")
+        name = s.strip().replace("::", ".")
+        hit = bare and re.fullmatch(r"[A-Za-z_][\w.]*", name) and _forbidden_match(name, bare)
+        if hit:
+            add(off, f"string {s[:40]!r} names a forbidden routine ({hit})")
     # inline assembly (PTX in device code is fine): no system call, no raw machine code
     for m in re.finditer(r"\b(asm|__asm__|__asm)\b", code):
         line_start = code.rfind("\n", 0, m.start()) + 1
@@ -479,14 +509,14 @@ class _Unresolved(Exception):
     """An expression the scan cannot turn into a constant."""
 
 
-def _bindings(tree: ast.AST) -> dict[str, list[tuple[str, ast.AST]]]:
+def _bindings(nodes: list[ast.AST]) -> dict[str, list[tuple[str, ast.AST]]]:
     """name -> every binding of it anywhere in the file: ("value", expr) for a plain
     `NAME = expr` (or `NAME: T = expr`), ("other", node) for anything else (parameters, loops,
     augmented assignments, imports, defs, walrus, del, global)."""
     out: dict[str, list[tuple[str, ast.AST]]] = {}
     plain: set[int] = set()  # target Names of plain assignments, recorded with their value
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             t = node.targets[0]
             if isinstance(t, ast.Name):
@@ -495,7 +525,7 @@ def _bindings(tree: ast.AST) -> dict[str, list[tuple[str, ast.AST]]]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
             out.setdefault(node.target.id, []).append(("value", node.value))
             plain.add(id(node.target))
-    for node in ast.walk(tree):
+    for node in nodes:
         names: list[str] = []
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
             if id(node) not in plain:
@@ -520,8 +550,8 @@ def _bindings(tree: ast.AST) -> dict[str, list[tuple[str, ast.AST]]]:
 class _Resolver:
     """Constant folding for strings, lists of strings and the numbers formatted into them."""
 
-    def __init__(self, tree: ast.AST) -> None:
-        self.binds = _bindings(tree)
+    def __init__(self, nodes: list[ast.AST]) -> None:
+        self.binds = _bindings(nodes)
         self.used_lists: set[str] = set()  # names bound to a list the scan read
         self.consumed: set[int] = set()  # Name nodes read through the resolver
         self._stack: set[str] = set()
@@ -651,14 +681,24 @@ def _as_texts(value: Any) -> list[str] | None:
     return None
 
 
-def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+def _nodes_and_parents(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+    """Every node of the tree (one walk), and each node's parent by id."""
+    nodes: list[ast.AST] = []
+    parents: dict[int, ast.AST] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return nodes, parents
 
 
-def _import_aliases(tree: ast.AST) -> tuple[set[str], set[str]]:
+def _import_aliases(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
     """Local names bound to torch.utils.cpp_extension and to its load_inline."""
     modules, funcs = set(), set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == CPP_EXTENSION and a.asname:
@@ -688,22 +728,22 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
     """Report, through `add(node, message)`, every native-code rule the candidate's syntax tree
     breaks: loaders other than load_inline, load_inline reached other than by a direct call,
     and each load_inline call's arguments (resolved and scanned)."""
-    parents = _parents(tree)
-    modules, funcs = _import_aliases(tree)
+    nodes, parents = _nodes_and_parents(tree)
+    modules, funcs = _import_aliases(nodes)
     imported = {
         (a.asname or a.name).split(".")[0]
-        for n in ast.walk(tree)
+        for n in nodes
         if isinstance(n, ast.Import | ast.ImportFrom)
         for a in n.names
     }
-    resolver = _Resolver(tree)
+    resolver = _Resolver(nodes)
     calls: list[ast.Call] = []
 
     def direct_call_of(node: ast.AST) -> ast.Call | None:
         p = parents.get(id(node))
         return p if isinstance(p, ast.Call) and p.func is node else None
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = (
                 [a.name for a in node.names]
@@ -784,7 +824,7 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
         _check_call(call, resolver, forbidden, add)
     # a list the scan read must not be changed afterwards (append, item assignment, a function
     # that receives it): every other use of its name is refused
-    for node in ast.walk(tree):
+    for node in nodes:
         if (
             isinstance(node, ast.Name)
             and node.id in resolver.used_lists
@@ -906,4 +946,4 @@ def iter_native_findings(tree: ast.AST, forbidden: list[str]) -> Iterator[tuple[
     """(line, message) for every native-code rule the candidate breaks."""
     found: list[tuple[int, str]] = []
     scan_python(tree, forbidden, lambda node, msg: found.append((getattr(node, "lineno", 0), msg)))
-    yield from found
+    yield from sorted(found, key=lambda f: f[0])

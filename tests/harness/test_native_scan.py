@@ -97,7 +97,7 @@ RULES: dict[str, tuple[str, str]] = {
     "asm_macro": ('#define A asm\nvoid g() { A("syscall"); }', r"macro around inline assembly"),
     "machine_code_asm": ('void g() { __asm__(".byte 0x0f, 0x05"); }', r"machine code"),
     "proc": ('void g() { const char* p = "/proc/self/maps"; }', r"/proc"),
-    "proc_split": ('void g() { const char* p = "/pr" "oc/self/mem"; }', r"/proc"),
+    "proc_split": ('void g() { const char* p = "/pr" /* */ "oc/self/mem"; }', r"/proc"),
     "proc_escaped": ('void g() { const char* p = "\\x2fproc/self/mem"; }', r"/proc"),
     "fork": ("void g() { fork(); }", r"fork"),
     "execve": ("void g() { execve(nullptr, nullptr, nullptr); }", r"execve"),
@@ -128,6 +128,13 @@ RULES: dict[str, tuple[str, str]] = {
     "digraph": ("%:include <Python.h>", r"digraph"),
     "macro_include": ("#define H <Python.h>\n#include H", r"macro"),
     "absolute_include": ('#include "/etc/hostname"', r"outside the candidate"),
+    "dispatcher": ("void g() { c10::Dispatcher::singleton(); }", r"dispatcher"),
+    "dispatch_guard": (
+        "void g() { c10::impl::ExcludeDispatchKeyGuard gd(c10::DispatchKey::CPU); }",
+        r"dispatcher",
+    ),
+    "library_impl_aten": ("TORCH_LIBRARY_IMPL(aten, CPU, m) { }", r"TORCH_LIBRARY_IMPL\(aten"),
+    "library_fragment": ("TORCH_LIBRARY_FRAGMENT(aten, m) { }", r"TORCH_LIBRARY_FRAGMENT\(aten"),
     "asm_label": (
         'extern "C" int run(const char*) __asm__("PyRun_SimpleString");',
         r"Python C API",
@@ -334,8 +341,25 @@ def test_getattr_by_computed_name_on_an_object_of_the_candidate_is_not_a_module_
 
 def test_the_task_forbidden_names_apply_inside_native_code():
     forbidden = task_or_skip("qr").forbidden
-    src = candidate("void g(float* a) { cusolverDnSgeqrf(0, 0, 0, a, 0, 0, 0, 0, 0); }")
-    assert any("forbidden" in f.message and f.kind == "native_code" for f in scan(src, forbidden))
+    for body in (
+        "void g(float* a) { cusolverDnSgeqrf(0, 0, 0, a, 0, 0, 0, 0, 0); }",
+        "void g(at::Tensor a) { at::geqrf(a); }",
+        'void g() { auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::geq" "rf", ""); }',
+        'void g() { auto s = "aten::" "geqrf"; }',
+    ):
+        findings = scan(candidate(body), forbidden)
+        assert any("forbidden" in f.message and f.kind == "native_code" for f in findings), body
+
+
+def test_AT_DISPATCH_and_an_operator_library_of_its_own_are_allowed():
+    src = candidate(
+        "torch::Tensor h(torch::Tensor x) {\n"
+        '  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "h", ([&] { }));\n'
+        "  return x; }\n"
+        'TORCH_LIBRARY(mysoftmax, m) { m.def("h(Tensor x) -> Tensor"); }\n'
+        'TORCH_LIBRARY_IMPL(mysoftmax, CPU, m) { m.impl("h", &h); }'
+    )
+    assert scan(src, []) == []
 
 
 # --- other routes to native code -----------------------------------------------------------------
