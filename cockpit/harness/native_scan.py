@@ -102,6 +102,7 @@ _FILES = "opens files: native code may only compute on the tensors it is given"
 _ENV = "reads or changes the environment"
 _THREADS = "starts threads the judge does not see"
 _SIGNALS = "installs signal handlers"
+_EXIT = "ends the process"
 _STREAM = "runs work on a stream the harness does not see (use the current stream)"
 _L2 = "pins data in L2 (persisting cache)"
 _DISPATCH = "registers or switches dispatcher kernels outside its own operator namespace"
@@ -154,6 +155,7 @@ _BANNED_IDENTS: dict[str, str] = {
 # tensor.clone(), file.open(), a local `system`)
 _BANNED_CALLS: dict[str, str] = {
     "system": _PROC, "clone": _PROC, "kill": _PROC, "open": _FILES, "signal": _SIGNALS,
+    "exit": _EXIT, "_exit": _EXIT, "_Exit": _EXIT, "quick_exit": _EXIT,
 }  # fmt: skip
 # pybind11 names a binding needs; any other py:: / pybind11:: name is a route into Python
 _PYBIND_OK = {
@@ -533,7 +535,8 @@ def _bindings(nodes: list[ast.AST]) -> dict[str, list[tuple[str, ast.AST]]]:
         elif isinstance(node, ast.arg):
             names = [node.arg]
         elif isinstance(node, ast.alias):
-            names = [(node.asname or node.name).split(".")[0]]
+            # `from m import *` may rebind any name: none can then be read as a constant
+            names = ["*"] if node.name == "*" else [(node.asname or node.name).split(".")[0]]
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or (
             isinstance(node, ast.ExceptHandler) and node.name
         ):
@@ -563,6 +566,8 @@ class _Resolver:
             return node.value
         if isinstance(node, ast.Name):
             nodes = self.binds.get(node.id, [])
+            if "*" in self.binds:
+                raise _Unresolved("a star import may rebind any name")
             if len(nodes) != 1 or nodes[0][0] != "value" or node.id in self._stack:
                 raise _Unresolved(f"{node.id} is not bound once to a constant")
             self._stack.add(node.id)

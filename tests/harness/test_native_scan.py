@@ -111,6 +111,7 @@ RULES: dict[str, tuple[str, str]] = {
     "getenv": ('void g() { getenv("HOME"); }', r"getenv"),
     "fopen": ('void g() { fopen("x", "r"); }', r"fopen"),
     "open": ('void g() { open("x", 0); }', r"open\(\)"),
+    "exit": ("void g() { std::exit(0); }", r"ends the process"),
     "ifstream": ('void g() { std::ifstream f("x"); }', r"ifstream"),
     "thread": ("void g() { std::thread t([]{}); t.detach(); }", r"thread"),
     "pthread": (
@@ -264,6 +265,17 @@ def test_sources_the_scan_cannot_resolve_are_rejected(form):
     name = "" if form == "star_args" else '"p", '
     src = HEAD + DEFS + f"_ext = load_inline({name}{UNRESOLVABLE[form]})\n" + KERNEL
     assert_caught(src, r"not a string constant the judge can read|with \*")
+
+
+def test_no_name_is_read_as_a_constant_after_a_star_import():
+    src = (
+        HEAD
+        + "from math import *\n"
+        + '_SRC = "torch::Tensor f(torch::Tensor x) { return x; }"\n'
+        + '_ext = load_inline("p", cpp_sources=_SRC, functions=["f"])\n'
+        + KERNEL
+    )
+    assert_caught(src, r"not a string constant the judge can read")
 
 
 def test_a_source_list_changed_after_it_is_bound_is_rejected():
