@@ -20,6 +20,10 @@ GENERIC = {
                    "or precomputed results); every call must compute its result from its inputs",
     "impossible_speed": "a time below the physical floor for the work: the kernel skipped work it must do",
     "static_rule": "the code uses a construct this task's rules forbid",
+    "native_code": "native code may only compute: load_inline sources must be string constants "
+                   "and may not use the Python C API or pybind11's eval/import, dynamic loading, "
+                   "system calls, processes, files, /proc or the environment; no other native "
+                   "loader is allowed",
     "out_of_bounds": "the kernel wrote outside its output buffers",
     "input_mutated": "the kernel modified an input tensor; inputs are read-only",
     "output_aliases_input": "an output shares memory with an input; return new tensors",

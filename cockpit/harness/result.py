@@ -38,6 +38,7 @@ KINDS: dict[str, str] = {
     "exception": "wrong",
     "forbidden_call": "rejected",
     "static_rule": "rejected",
+    "native_code": "rejected",
     "input_mutated": "rejected",
     "output_aliases_input": "rejected",
     "out_of_bounds": "rejected",

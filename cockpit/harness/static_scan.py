@@ -12,6 +12,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from cockpit.harness import native_scan
+
 # Modules a kernel has no business importing: process control, network, introspection.
 BANNED_IMPORTS = {
     "subprocess": "starts processes",
@@ -161,7 +163,7 @@ def _is_main_guard(tree: ast.AST, const: ast.Constant) -> bool:
 
 @dataclass
 class Finding:
-    kind: str  # syntax | forbidden_call | static_rule
+    kind: str  # syntax | forbidden_call | static_rule | native_code
     line: int
     message: str
 
@@ -306,10 +308,14 @@ def scan(
                         add("static_rule", node, f"assigns {_dotted(t)}: monkeypatches {root}")
         elif isinstance(node, ast.Global):
             pass
-    # one finding per rule and line (ast.walk visits every prefix of an attribute chain)
+    # native code (load_inline's C++/CUDA sources, and every other route to native code)
+    for line, message in native_scan.iter_native_findings(tree, forbidden):
+        out.append(Finding(native_scan.KIND, line, message))
+    # one finding per rule and line (ast.walk visits every prefix of an attribute chain); native
+    # findings keep each message, since one argument's line carries every line of its source
     seen, unique = set(), []
     for f in out:
-        key = (f.kind, f.line)
+        key = (f.kind, f.line, f.message if f.kind == native_scan.KIND else "")
         if key not in seen:
             seen.add(key)
             unique.append(f)

@@ -131,3 +131,12 @@ def test_system_message_is_the_profile_body_and_the_reply_format_ends_the_prompt
     msgs = build_messages(request_for(), LLMSettings(model="m", output_format="diff"), "SYSTEM BODY")
     assert msgs[0] == {"role": "system", "content": "SYSTEM BODY"}
     assert "unified diff" in msgs[1]["content"].split("# Reply")[-1]
+
+
+def test_a_native_code_rejection_is_named_by_its_class_with_what_native_code_may_not_do():
+    r = Result(task="softmax", candidate="c0009", device="cuda")
+    r.fail("native_code", "line 32: cpp_sources line 11: uses PyRun_SimpleString: calls the "
+                          "Python C API", stage="load")  # fmt: skip
+    text = render_feedback(r.to_dict())
+    assert "native_code:" in text and "load_inline sources must be string constants" in text
+    assert "PyRun_SimpleString" not in text

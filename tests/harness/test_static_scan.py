@@ -37,6 +37,8 @@ STATIC_CATCHES: dict[str, tuple[str, str]] = {
     "timer_patch_arena_global.py": ("static_rule", r"__main__|_perf_ns|sys\.modules"),
     "qr_disable_dispatch.py": ("static_rule", r"dispatch"),
     "judge_file_deletion.py": ("static_rule", r"cockpit|wire|sys\.modules"),
+    # native code that runs Python from a text held as numbers (issue 31): its C++ is scanned
+    "native_pyrun_forge.py": ("native_code", r"cpp_sources line \d+: uses PyRun_SimpleString"),
 }
 STATIC_GAPS: dict[str, str] = {}  # every exploit above is caught statically now
 
