@@ -126,27 +126,42 @@ def time_axis(report: Report) -> tuple[float, str, float]:
     return start, "minutes", 60.0
 
 
+def _clusters(
+    marks: Sequence[tuple[int, Mark]], x_of: Callable[[Mark], float], width: float
+) -> list[list[tuple[int, Mark, float]]]:
+    """Runs of marks (in time order) that fall within `width` of the run's first one."""
+    out: list[list[tuple[int, Mark, float]]] = []
+    for number, m in marks:
+        x = x_of(m)
+        if out and abs(x - out[-1][0][2]) < width:
+            out[-1].append((number, m, x))
+        else:
+            out.append([(number, m, x)])
+    return out
+
+
 def _draw_marks(ax: Any, marks: Sequence[tuple[int, Mark]], x_of: Callable[[Mark], float]) -> None:
+    """A dashed line per mark and its number above the axes. Numbers of marks that fall close
+    together are stacked (up to three); a larger bunch shows as one range ("1-7")."""
     from matplotlib.transforms import blended_transform_factory
 
     trans = blended_transform_factory(ax.transData, ax.transAxes)
-    numbered = len(marks) <= MAX_NUMBERED_MARKS
-    last_x = None
-    level = 0
-    for number, m in marks:
-        x = x_of(m)
+    for _number, m in marks:
         color = MARK_COLORS.get(m.kind, "#444444")
-        ax.axvline(x, color=color, lw=0.9, ls=(0, (3, 2)), alpha=0.8, zorder=1)
-        if numbered:
-            # numbers of marks that fall close together are stacked instead of overprinted
-            span = ax.get_xlim()
-            close = last_x is not None and abs(x - last_x) < (span[1] - span[0]) * 0.025
-            level = level + 1 if close else 0
-            last_x = x
+        ax.axvline(x_of(m), color=color, lw=0.9, ls=(0, (3, 2)), alpha=0.8, zorder=1)
+    if len(marks) > MAX_NUMBERED_MARKS:
+        return
+    span = ax.get_xlim()
+    for run in _clusters(marks, x_of, (span[1] - span[0]) * 0.025):
+        if len(run) <= 3:
+            badges = [(str(n), MARK_COLORS.get(m.kind, "#444444"), x) for n, m, x in run]
+        else:
+            badges = [(f"{run[0][0]}-{run[-1][0]}", "#444444", run[0][2])]
+        for level, (text, color, x) in enumerate(badges):
             ax.text(
                 x,
-                1.0 + 0.055 * (level % 4),
-                str(number),
+                1.0 + 0.055 * level,
+                text,
                 transform=trans,
                 ha="center",
                 va="bottom",
@@ -172,7 +187,7 @@ def _series(
     for e in report.evaluations:
         groups.setdefault(key(e) or "?", []).append(e)
     groups = {k: v for k, v in groups.items() if v}
-    unranked_label = True
+    unranked = False
     for name, evals in groups.items():
         color = colors.get(name, "#444444")
         ranked = [e for e in evals if report.ranked(e)]
@@ -206,9 +221,8 @@ def _series(
                 edgecolors=color,
                 lw=1.0,
                 zorder=3,
-                label="not comparable" if unranked_label else None,
             )
-            unranked_label = False
+            unranked = True
         failed = [e for e in evals if not e.scored]
         if failed:
             ax.scatter(
@@ -222,6 +236,23 @@ def _series(
                 zorder=3,
                 clip_on=False,
             )
+    if unranked:  # one neutral legend entry for the hollow circles of every group
+        ax.scatter([], [], s=22, facecolors="none", edgecolors="#555555", label="not comparable")
+    if any(not e.scored for e in report.evaluations):
+        ax.scatter([], [], marker="x", s=18, color="#555555", label="did not pass")
+
+
+def _minor_labels(ax: Any) -> Callable[[float, Any], str]:
+    """Minor ticks of a log axis: all labelled within one decade, only 2x and 5x beyond."""
+
+    def label(y: float, _pos: Any) -> str:
+        lo, hi = ax.get_ylim()
+        if hi / max(lo, 1e-30) <= 10:
+            return fmt_us(y)
+        lead = f"{y:.0e}"[0]
+        return fmt_us(y) if lead in "25" else ""
+
+    return label
 
 
 def progress_svg(
@@ -272,7 +303,7 @@ def progress_svg(
                 if any_ranked:
                     ax.set_yscale("log")
                     ax.yaxis.set_major_formatter(us_formatter)
-                    ax.yaxis.set_minor_formatter(us_formatter)
+                    ax.yaxis.set_minor_formatter(FuncFormatter(_minor_labels(ax)))
                 ax.set_xlabel(xlabel)
                 if c == 0:
                     ax.set_ylabel(f"best score per {what}\n(lower is better)")

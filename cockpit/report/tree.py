@@ -27,7 +27,7 @@ VERDICT_COLORS = {
     "evaluating": "#ffffff",
 }
 DX = 100  # pixels between generations
-DY = 54  # pixels between rows
+DY = 58  # pixels between rows
 PAD_X = 170  # room on the left for the branch labels
 PAD_Y = 36
 R = 9
