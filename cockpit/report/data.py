@@ -115,6 +115,13 @@ class Report:
         return next((c for c in self.candidates if c.id == cid), None)
 
 
+def model_text(model: str | None, meta: dict[str, Any]) -> str:
+    """A candidate's model, or why it has none."""
+    if model:
+        return model
+    return "none (offline tuner)" if (meta.get("config") or {}).get("agent") == "tuner" else "none"
+
+
 def _f(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 

@@ -2,8 +2,10 @@
 
 The file is a header of comment lines (where the candidate came from and its verdict) and then
 the candidate's source, byte for byte: comments are invisible to the harness's static scan, so
-the exported file is judged exactly as the candidate was (`cockpit eval TASK FILE.py`). The
-header ends with `END_OF_HEADER`, so a tool can split the two again.
+the exported file is judged exactly as the candidate was (`cockpit eval TASK FILE.py`), except
+a task's baseline seed, which the harness exempts from the forbidden-call rules only as the
+byte-identical file the task lists. The header ends with `END_OF_HEADER`, so a tool can split
+the two again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.render import fmt_us
-from cockpit.report.data import pick_best, read_evaluations
+from cockpit.report.data import model_text, pick_best, read_evaluations
 from cockpit.store import SessionRecord
 from cockpit.store import events as ev
 from cockpit.store.models import Candidate
@@ -91,7 +93,7 @@ def header(meta: dict[str, Any], c: Candidate, result: dict[str, Any] | None, no
         f"branch:    {c.branch or '-'}",
         f"family:    {c.family or '-'}",
         f"parent:    {c.parent or 'none (a seed)'}",
-        f"model:     {c.model or 'none (offline tuner)'}",
+        f"model:     {model_text(c.model, meta)}",
     ]
     if c.commit_sha:
         lines.append(f"commit:    {c.commit_sha} (in the session's repo/)")

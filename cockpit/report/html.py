@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.render import fmt_us
-from cockpit.report.data import NOT_COMPARABLE, Mark, Report, load_report
+from cockpit.report.data import NOT_COMPARABLE, Mark, Report, load_report, model_text
 from cockpit.report.plots import (
     MARK_COLORS,
     MARK_NAMES,
@@ -39,7 +39,7 @@ h2 { font-size: 18px; margin: 34px 0 10px; border-bottom: 1px solid #d2d2d7; pad
 .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr));
   gap: 6px 24px; }
 .facts div { display: flex; gap: 8px; }
-.facts b { min-width: 92px; color: #6e6e73; font-weight: 500; }
+.facts .k { min-width: 92px; color: #6e6e73; font-weight: 500; }
 .state { display: inline-block; padding: 1px 8px; border-radius: 9px; color: #fff;
   font-weight: 600; }
 .s-done { background: #2ca02c; } .s-stopped { background: #1f77b4; }
@@ -99,7 +99,7 @@ def _verdict(status: str | None) -> str:
 
 
 def _facts(items: list[tuple[str, str]]) -> str:
-    rows = "".join(f"<div><b>{_e(k)}</b><span>{v}</span></div>" for k, v in items)
+    rows = "".join(f'<div><span class="k">{_e(k)}</span><span>{v}</span></div>' for k, v in items)
     return f'<div class="facts">{rows}</div>'
 
 
@@ -177,7 +177,7 @@ def _best(r: Report) -> str:
         ("branch", _e(b.branch)),
         ("family", _e(b.family)),
         ("parent", _e(b.parent or "none (a seed)")),
-        ("model", _e(b.model or "none (offline tuner)")),
+        ("model", _e(model_text(b.model, r.meta))),
         ("score", f"<b>{fmt_us(b.score_us)}</b>"),
         ("geomean", fmt_us(res.get("geomean_us"))),
         ("hidden geomean", fmt_us(res.get("hidden_geomean_us"))),
@@ -424,8 +424,8 @@ def _spend(r: Report, branch_colors: dict[str, str]) -> str:
     models = "; ".join(f"{_e(m)} ${u:.4f}, {t:,} tokens" for m, (u, t) in by_model.items())
     no_cost = "" if usd else " (no cost reported: a local or free model)"
     return (
-        f'<h2>LLM spend</h2><div class="card chart"><p>${usd:.4f} and {tokens:,} tokens in '
-        f"{len(r.spend)} model calls{no_cost}. By model: {models}.</p>{svg}</div>"
+        f'<h2>LLM spend</h2><div class="card chart"><p>${usd:.4f} and {tokens:,} tokens over '
+        f"{len(r.spend)} proposals{no_cost}. By model: {models}.</p>{svg}</div>"
     )
 
 

@@ -264,7 +264,7 @@ def progress_svg(
         return None
     mpl = _matplotlib()
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     us_formatter = FuncFormatter(lambda y, _pos: fmt_us(y))
     start, unit, per = time_axis(report)
@@ -311,6 +311,7 @@ def progress_svg(
                     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title=what)
                 if c == 0:
                     ax.set_xlim(0.5, max(len(times), 1) + 0.5)
+                    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
                 else:
                     ax.set_xlim(left=min(0.0, ax.get_xlim()[0]))
                 _draw_marks(ax, numbered_marks, m_x)

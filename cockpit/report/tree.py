@@ -97,7 +97,7 @@ def tree_svg(report: Report, branch_colors: dict[str, str]) -> str | None:
     depth = max(d for d, _ in pos.values())
     rows = max(r for _, r in pos.values()) + 1
     width = int(PAD_X + (depth + 1) * DX + 60)
-    height = int(PAD_Y * 2 + rows * DY)
+    height = int(PAD_Y + (rows - 1) * DY + 44)
 
     def xy(cid: str) -> tuple[float, float]:
         d, r = pos[cid]

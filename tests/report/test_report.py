@@ -96,7 +96,9 @@ def example_page() -> str:
 
 
 def test_example_report_header_says_what_ran_and_how_it_ended(example_page):
-    facts = dict(re.findall(r"<div><b>([^<]+)</b><span>(.*?)</span></div>", example_page))
+    facts = dict(
+        re.findall(r'<div><span class="k">([^<]+)</span><span>(.*?)</span></div>', example_page)
+    )
     assert facts["task"] == "qr"
     assert facts["device"].startswith("cuda") and "NVIDIA_H200" in facts["device"]
     assert facts["agent"] == "tuner"
@@ -258,7 +260,7 @@ def test_shapes_against_the_session_baseline_and_a_stored_one(llm_session, tmp_p
 def test_llm_spend_over_time(llm_session):
     page = render_report(load_report(llm_session))
     assert "No model spend" not in page
-    assert "$0.3000 and 8,000 tokens in 4 model calls" in page
+    assert "$0.3000 and 8,000 tokens over 4 proposals" in page
     svgs = svgs_of(page)
     assert len(svgs) == 3
     spend = svg_texts(svgs[2])

@@ -162,3 +162,15 @@ def test_export_errors_are_one_line_and_exit_2(tmp_path, llm_session):
     (broken / "session.db").write_bytes((folder / "session.db").read_bytes())
     usage_error(cockpit("export", str(broken), "c0007"), "no source recorded for c0007")
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.slow
+def test_an_exported_candidate_is_judged_as_the_candidate_was(llm_session, tmp_path):
+    """The header is comments only: the harness loads, checks and times the exported file."""
+    folder, _ = llm_session
+    out = tmp_path / "c0002.py"
+    assert cockpit("export", str(folder), "c0002", "-o", str(out)).returncode == 0
+    proc = cockpit("eval", "softmax", str(out), "--device", "cpu", "--quick", "--json")
+    verdict = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 0 and verdict["status"] == "ok", verdict.get("reasons")
+    assert verdict["comparable"] is False  # the Triton interpreter, labelled as such
