@@ -107,14 +107,7 @@ def _header(r: Report) -> str:
     meta = r.meta
     config = meta.get("config") or {}
     evaluated = len(r.evaluations)
-    machine = next(
-        (
-            (res.get("env") or {}).get("machine")
-            for res in [r.best_result]
-            if isinstance(res, dict) and res.get("env")
-        ),
-        None,
-    )
+    machine = ((r.best_result or {}).get("env") or {}).get("machine")
     device = _e(meta.get("device")) + (
         f" <span class='muted'>({_e(machine)})</span>" if machine else ""
     )

@@ -55,33 +55,36 @@ def _layout(
     pos: dict[str, tuple[int, float]] = {}
     next_row = 0.0
 
+    seen: set[str] = set()  # nodes already taken into a tree
+
     def place(root: str) -> None:
         """Iterative post-order (a chain of thousands of candidates must not hit the recursion
-        limit); a node already placed (a cycle in a damaged record) is drawn once."""
+        limit); a node is taken once, so parents that go round in a circle (a damaged record)
+        still end."""
         nonlocal next_row
-        stack: list[tuple[str, int, bool]] = [(root, 0, False)]
+        seen.add(root)
+        stack: list[tuple[str, int, list[str] | None]] = [(root, 0, None)]
         while stack:
-            node, depth, done = stack.pop()
-            kids = [k for k in children.get(node, []) if done or k not in pos]
-            if done and kids:
-                rows = [pos[k][1] for k in kids if k in pos]
+            node, depth, kids = stack.pop()
+            if kids is not None:  # its children are placed: center it on them
+                rows = [pos[k][1] for k in kids]
                 pos[node] = (depth, (min(rows) + max(rows)) / 2)
                 continue
-            if node in pos:
-                continue
+            kids = [k for k in children.get(node, []) if k not in seen]
             if not kids:
                 pos[node] = (depth, next_row)
                 next_row += 1
                 continue
-            stack.append((node, depth, True))
+            seen.update(kids)
+            stack.append((node, depth, kids))
             for k in reversed(kids):
-                stack.append((k, depth + 1, False))
+                stack.append((k, depth + 1, None))
         next_row += 0.6  # a gap between trees
 
     for root in roots:
         place(root)
     for c in cands:  # parents that point in a circle: start from the first of them
-        if c.id not in pos:
+        if c.id not in seen:
             roots.append(c.id)
             place(c.id)
     return pos, roots

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
@@ -20,6 +22,8 @@ from report_sessions import (
 )
 
 from cockpit.report import load_report, render_report
+from cockpit.report.tree import _layout
+from cockpit.store.models import Candidate
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -291,3 +295,29 @@ def test_a_session_where_nothing_passed(tmp_path):
     assert "No candidate passed with a time" in page
     assert len(svgs_of(page)) == 2
     assert external_references(page) == []
+
+
+def test_importing_and_loading_a_report_draws_nothing(tmp_path):
+    """matplotlib is imported when a chart is drawn, never by `cockpit --help`, the CLI module
+    or reading a session; nothing here imports torch, Textual or the engine."""
+    code = (
+        "import sys, cockpit.cli, cockpit.cli_report, cockpit.report\n"
+        "cockpit.cli.build_parser()\n"
+        f"cockpit.report.load_report({str(EXAMPLE)!r})\n"
+        "print([m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'torch', 'textual')"
+        " or m.startswith(('cockpit.engine', 'cockpit.tui', 'cockpit.agents'))])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_tree_lays_out_a_chain_of_thousands_and_a_cycle():
+    def cand(cid: str, parent: str | None) -> Candidate:
+        return Candidate(cid, "b1", parent, "f", "ok", 1.0, 1.0, None, None, 0.0, 0.0, {})
+
+    chain = [cand("c0", None)] + [cand(f"c{i}", f"c{i - 1}") for i in range(1, 5000)]
+    pos, roots = _layout(chain, ["b1"])
+    assert roots == ["c0"] and pos["c4999"] == (4999, 0.0) and pos["c0"] == (0, 0.0)
+    # a damaged record whose parents go round in a circle still draws every node once
+    pos, roots = _layout([cand("a", "b"), cand("b", "a"), cand("c", None)], ["b1"])
+    assert set(pos) == {"a", "b", "c"} and roots[0] == "c"
