@@ -204,7 +204,9 @@ def _series(
                     best = y
                     best_x.append(x)
                     best_y.append(y)
-            end_x = max(x_of(e) for e in evals)
+            # a branch's best stands until the session's last evaluation (a branch with one
+            # passing evaluation is a line too, not a lone dot)
+            end_x = max(x_of(e) for e in report.evaluations)
             if end_x > best_x[-1]:
                 best_x.append(end_x)
                 best_y.append(best)

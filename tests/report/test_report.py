@@ -321,3 +321,12 @@ def test_the_tree_lays_out_a_chain_of_thousands_and_a_cycle():
     # a damaged record whose parents go round in a circle still draws every node once
     pos, roots = _layout([cand("a", "b"), cand("b", "a"), cand("c", None)], ["b1"])
     assert set(pos) == {"a", "b", "c"} and roots[0] == "c"
+
+
+def test_a_session_with_nothing_recorded_yet(tmp_path):
+    from cockpit.store import create_session
+
+    folder = create_session("empty", task="softmax", device="cpu", sessions_dir=tmp_path)
+    page = render_report(load_report(folder))
+    assert "<svg" not in page and "No evaluation has finished yet" in page
+    assert "No candidates yet" in page and "No model spend (offline tuner)" in page
