@@ -192,6 +192,7 @@ def build_llm_session(folder: Path) -> Builder:
         parent="c0003",
         model="anthropic/model-a",
         usd=0.05,
+        note='<script>alert("an LLM wrote this")</script> & </table>',
     )
     b.append(ev.PLATEAU_DETECTED, {"evaluations_since_best": 6, "window": 6}, "b3", dt=600)
     b.append(

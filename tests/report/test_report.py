@@ -261,6 +261,17 @@ def test_shapes_against_the_session_baseline_and_a_stored_one(llm_session, tmp_p
     assert "broken" not in page
 
 
+def test_text_from_the_record_is_escaped(llm_session):
+    page = render_report(load_report(llm_session))
+    assert external_references(page) == []  # no <script> came through
+    assert (
+        "&lt;script&gt;alert(&quot;an LLM wrote this&quot;)&lt;/script&gt; &amp; &lt;/table&gt;"
+        in page
+    )
+    tree = svgs_of(page)[1]  # the tooltip holds it as text, and the SVG still parses
+    assert any("<script>" in "".join(t.itertext()) for t in tree.iter(f"{SVG_NS}title"))
+
+
 def test_llm_spend_over_time(llm_session):
     page = render_report(load_report(llm_session))
     assert "No model spend" not in page

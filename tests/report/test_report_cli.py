@@ -174,3 +174,17 @@ def test_an_exported_candidate_is_judged_as_the_candidate_was(llm_session, tmp_p
     verdict = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0 and verdict["status"] == "ok", verdict.get("reasons")
     assert verdict["comparable"] is False  # the Triton interpreter, labelled as such
+
+
+def test_a_note_or_reason_with_newlines_stays_inside_the_comments():
+    from cockpit.report.export import header
+    from cockpit.store.models import Candidate
+
+    c = Candidate("c1", "b1", None, "f", "wrong", None, None, None, None, None, None, {})
+    result = {"status": "wrong", "reasons": [{"kind": "numerical", "message": "a\nimport os"}]}
+    text = header(
+        {"name": "s", "task": "t", "device": "cpu"}, c, result, "x = 1\n\nraise SystemExit"
+    )
+    assert text.endswith(END_OF_HEADER)
+    assert all(line.startswith("#") for line in text.splitlines())
+    assert "# import os" in text and "# raise SystemExit" in text
