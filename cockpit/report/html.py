@@ -249,10 +249,16 @@ def _tree(r: Report, branch_colors: dict[str, str]) -> str:
         f"<span>{_verdict(s)}</span>"
         for s in ("ok", "wrong", "rejected", "load_error", "timeout", "crash", "proposed")
     )
+    families = {b.id: b.family for b in r.branches}
+    edges = "".join(
+        f"<span><b style='color:{color}'>━ {_e(bid)}</b> {_e(families.get(bid) or '')}</span>"
+        for bid, color in branch_colors.items()
+    )
     return (
         '<h2>Family tree</h2><div class="card">'
         f'<div class="legend">{legend}<span>gold ring: the best · dashed: '
         "not comparable · hover a node for its details</span></div>"
+        f'<div class="legend">edges, by the child\'s branch: {edges}</div>'
         f'<div class="scroll">{svg}</div></div>'
     )
 
