@@ -113,10 +113,11 @@ def _header(r: Report) -> str:
     )
     budget = f"{evaluated} of {_e(meta.get('budget', config.get('budget')))} evaluations"
     caps = []
-    if meta.get("budget_usd") is not None:
-        caps.append(f"${meta['budget_usd']:.2f}")
-    if meta.get("budget_tokens") is not None:
-        caps.append(f"{meta['budget_tokens']:,} tokens")
+    usd, tokens = meta.get("budget_usd"), meta.get("budget_tokens")
+    if isinstance(usd, int | float):
+        caps.append(f"${usd:.2f}")
+    if isinstance(tokens, int | float):
+        caps.append(f"{tokens:,.0f} tokens")
     if caps:
         budget += " · LLM cap " + " and ".join(caps)
     state = r.state

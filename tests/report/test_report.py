@@ -275,6 +275,9 @@ def test_text_from_the_record_is_escaped(llm_session):
 def test_llm_spend_over_time(llm_session):
     page = render_report(load_report(llm_session))
     assert "No model spend" not in page
+    facts = dict(re.findall(r'<div><span class="k">([^<]+)</span><span>(.*?)</span></div>', page))
+    assert facts["budget"] == "7 of 30 evaluations · LLM cap $5.00"
+    assert facts["agent"] == "default" and facts["how it ended"] == "budget of 30 spent"
     assert "$0.3000 and 8,000 tokens over 4 proposals" in page
     svgs = svgs_of(page)
     assert len(svgs) == 3
