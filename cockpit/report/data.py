@@ -79,6 +79,7 @@ class Baseline:
     name: str
     origin: str
     per_shape: dict[str, float]
+    comparable: bool = True
 
 
 @dataclass
@@ -181,9 +182,11 @@ def load_report(folder: str | Path) -> Report:
 
 def pick_best(evaluations: list[Evaluation]) -> str | None:
     """The candidate with the lowest passing score, baselines left out; over comparable times
-    when the session has any, else over the others (a CPU session). Earliest wins a tie."""
-    pool = any(e.comparable for e in evaluations if e.scored)
-    ranked = [e for e in evaluations if e.scored and e.comparable == pool and not e.baseline]
+    when a candidate has one, else over the others (on a CPU the Triton candidates' times are
+    the interpreter's while an eager baseline's is not). Earliest wins a tie."""
+    scored = [e for e in evaluations if e.scored and not e.baseline]
+    pool = any(e.comparable for e in scored)
+    ranked = [e for e in scored if e.comparable == pool]
     return min(ranked, key=lambda e: (e.score_us, e.n)).candidate if ranked else None
 
 
@@ -338,7 +341,8 @@ def _session_baselines(rec: SessionRecord, evaluations: list[Evaluation]) -> lis
         per_shape = _per_shape(result)
         if per_shape:
             name = e.family or "baseline"
-            out.append(Baseline(name, f"{e.candidate}, evaluated in this session", per_shape))
+            origin = f"{e.candidate}, evaluated in this session"
+            out.append(Baseline(name, origin, per_shape, e.comparable))
     return out
 
 

@@ -135,7 +135,9 @@ def export_candidate(folder: str | Path, candidate_id: str | None) -> tuple[Cand
             best = pick_best(read_evaluations(rec))
             c = rec.candidate(best) if best else None
             if c is None:
-                raise ExportError(f"{folder.name}: no candidate passed, so there is no best")
+                raise ExportError(
+                    f"{folder.name}: no candidate passed (baselines aside), so there is no best"
+                )
         else:
             c = rec.candidate(candidate_id)
             if c is None:

@@ -184,7 +184,12 @@ def _best(r: Report) -> str:
             items.append((f"vs {name}", f"{x:.2f}×"))
     if r.notes.get(b.id):
         items.append(("note", _e(r.notes[b.id])))
-    label = "" if r.comparable_pool else f'<p class="warn">Every time is {NOT_COMPARABLE}.</p>'
+    label = (
+        ""
+        if res.get("comparable", True) is not False
+        else f'<p class="warn">Its times are {NOT_COMPARABLE}: no candidate has a comparable '
+        "one, so it is the best of those.</p>"
+    )
     export = f"cockpit export {_e(r.folder)} {_e(b.id)} -o {_e(b.id)}.py"
     return (
         f'<h2>Best candidate</h2><div class="card">{_facts(items)}{label}'
@@ -264,12 +269,15 @@ def _tree(r: Report, branch_colors: dict[str, str]) -> str:
     )
 
 
-def _speedup(base: float | None, mine: float | None) -> str:
+def _speedup(base: float | None, mine: float | None, comparable: bool) -> str:
     if not base or not mine:
         return "-"
+    if not comparable:
+        return '<span class="muted">not comparable</span>'
     x = base / mine
     cls = "faster" if x >= 1 else "slower"
-    return f'<span class="{cls}">{x:.2f}×</span>'
+    text = f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+    return f'<span class="{cls}">{text}×</span>'
 
 
 def _shapes(r: Report) -> str:
@@ -287,6 +295,7 @@ def _shapes(r: Report) -> str:
     if not r.comparable_pool or res.get("comparable") is False:
         summary += f' <span class="warn">Times {NOT_COMPARABLE}.</span>'
     bases = r.baselines
+    mine = res.get("comparable", True) is not False  # a speedup needs two comparable times
     if bases:
         base_note = "Baselines: " + "; ".join(
             f"<b>{_e(b.name)}</b> ({_e(b.origin)})" for b in bases
@@ -316,7 +325,8 @@ def _shapes(r: Report) -> str:
         )
         cells = "".join(
             f"<td class='n'>{fmt_us(b.per_shape.get(s['shape']))}</td>"
-            f"<td class='n'>{_speedup(b.per_shape.get(s['shape']), med)}</td>"
+            f"<td class='n'>{_speedup(b.per_shape.get(s['shape']), med, b.comparable == mine)}"
+            "</td>"
             for b in bases
         )
         sem = t.get("sem_pct")

@@ -212,7 +212,8 @@ def _series(
                 best_y.append(best)
             ax.plot(best_x, best_y, color=color, lw=1.8, zorder=4, label=name)
         else:
-            ax.plot([], [], color=color, lw=1.8, label=f"{name} (no passing time)")
+            why = "no comparable time" if any(e.scored for e in evals) else "no passing time"
+            ax.plot([], [], color=color, lw=1.8, label=f"{name} ({why})")
         other = [e for e in evals if e.scored and not report.ranked(e)]
         if other:
             ax.scatter(

@@ -252,9 +252,12 @@ def build_llm_session(folder: Path) -> Builder:
 
 
 def build_cpu_session(folder: Path) -> Builder:
-    """A CPU session: every time is the Triton interpreter's, nothing comparable; one wrong."""
+    """A CPU session: the Triton candidates' times are the interpreter's (not comparable); the
+    eager baseline seed's time is comparable, and faster."""
     b = Builder(folder, device="cpu")
     b.branch("b1", "triton-tiled", None, dt=2)
+    b.branch("b2", "baseline", None, dt=2)
+    b.candidate("c0003", "b2", "baseline", seed("torch_eager.py"), "ok", 12.0, dt=3, baseline=True)
     b.candidate(
         "c0001", "b1", "triton-tiled", seed("triton_tiled.py"), "ok", 900.0, dt=5, comparable=False
     )

@@ -23,6 +23,7 @@ from report_sessions import (
 
 from cockpit.report import load_report, render_report
 from cockpit.report.tree import _layout
+from cockpit.store import SessionRecord
 from cockpit.store.models import Candidate
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -295,11 +296,34 @@ def test_a_cpu_session_is_labelled_not_comparable_and_still_ranked_among_itself(
     folder = tmp_path / "softmax-cpu"
     build_cpu_session(folder)
     report = load_report(folder)
+    # the baseline's comparable 12 µs is no candidate: the best is the best interpreter time
+    assert report.best.id == "c0002"
+    page = render_report(report)
+    assert "Its times are not comparable" in page  # on the best candidate's card
+    assert "Times not comparable" in page  # over the per-shape table
+    [(_, rows)] = [t for t in tables_of(page) if t[0] == "shapes"]
+    assert rows[0][-2:] == ["baseline", "speedup"]
+    assert {r[-1] for r in rows[1:]} == {"not comparable"}  # no speedup across the two kinds
+    [(_, rows)] = [t for t in tables_of(page) if t[1][0][:2] == ["rank", "id"]]
+    assert {r[1]: r[0] for r in rows[1:]} == {
+        "c0003": "1",
+        "c0001": "not comparable",
+        "c0002": "not comparable",
+    }
+    assert "b1 (no comparable time)" in svg_texts(svgs_of(page)[0])
+
+
+def test_a_session_without_any_comparable_time_says_so(tmp_path):
+    folder = tmp_path / "softmax-cpu"
+    build_cpu_session(folder)
+    with SessionRecord.open(folder) as rec:  # drop the baseline's evaluation
+        rec.execute("DELETE FROM events WHERE candidate = 'c0003'")
+        rec.rebuild()
+    report = load_report(folder)
     assert not report.comparable_pool and report.best.id == "c0002"
     page = render_report(report)
     assert "Every time here is not comparable" in page
     assert "every time here is not comparable" in " ".join(svg_texts(svgs_of(page)[0]))
-    assert "Times not comparable" in page  # over the per-shape table
 
 
 def test_a_session_where_nothing_passed(tmp_path):

@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from report_sessions import EXAMPLE, REPO_ROOT, build_failed_session, build_llm_session
+from report_sessions import (
+    EXAMPLE,
+    REPO_ROOT,
+    build_cpu_session,
+    build_failed_session,
+    build_llm_session,
+)
 
 from cockpit.harness.static_scan import scan
 from cockpit.harness.task import load_task
@@ -188,3 +194,12 @@ def test_a_note_or_reason_with_newlines_stays_inside_the_comments():
     assert text.endswith(END_OF_HEADER)
     assert all(line.startswith("#") for line in text.splitlines())
     assert "# import os" in text and "# raise SystemExit" in text
+
+
+def test_export_best_of_a_cpu_session_is_a_candidate_not_the_baseline(tmp_path):
+    folder = tmp_path / "softmax-cpu"
+    sources = build_cpu_session(folder).sources
+    proc = cockpit("export", str(folder), "--best")
+    header, source = split_export(proc.stdout)
+    assert "# candidate: c0002" in header and source == sources["c0002"]
+    assert "# times:     not comparable (Triton interpreter on a CPU)" in header
