@@ -384,11 +384,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_baseline)
 
-    from cockpit import cli_agents, cli_loop, cli_tui  # cheap: each imports its work lazily
+    from cockpit import (  # cheap: each imports its work lazily
+        cli_agents,
+        cli_loop,
+        cli_report,
+        cli_tui,
+    )
 
     cli_loop.register(sub)  # run, demo, resume, ls, status, stop, send
     cli_agents.register_models(sub)  # models
     cli_tui.register_tui(sub)  # attach, replay
+    cli_report.register_report(sub)  # report, export
     return p
 
 
