@@ -8,7 +8,8 @@ one process tree on one machine, and reads each session's record:
   --warm off`), the design before the cascade.
 
 For each run: evaluations per hour (evaluations / seconds from the first evaluation's start to
-the last one's verdict), the proposal-to-verdict latency per tier (screened, promoted, full),
+the last one's verdict), the seconds from an evaluation's start to its verdict per tier
+(screened, promoted, full) and from its proposal (waiting for the worker included),
 the median seconds per judge stage, the best score and when it was reached. `--hang` also times
 a candidate that never returns (`cockpit eval` on a spinning kernel): how long a hang costs.
 
@@ -120,7 +121,8 @@ def summarize(folder: Path) -> dict[str, Any]:
     t_first = min(started.values()) if started else 0.0
     span = (max(e.t for e in finished) - t_first) if finished else 0.0
     tiers: dict[str, int] = {}
-    latency: dict[str, list[float]] = {}
+    latency: dict[str, list[float]] = {}  # proposal to verdict, waiting for a worker included
+    judged: dict[str, list[float]] = {}  # evaluation started to verdict
     stages: dict[str, dict[str, list[float]]] = {}
     for e in finished:
         tier = e.payload.get("tier", "full")
@@ -128,6 +130,8 @@ def summarize(folder: Path) -> dict[str, Any]:
         t_from = proposed.get(e.candidate, started.get(e.candidate))
         if t_from is not None:
             latency.setdefault(tier, []).append(e.t - t_from)
+        if e.candidate in started:
+            judged.setdefault(tier, []).append(e.t - started[e.candidate])
         for stage, s in (e.payload.get("stage_s") or {}).items():
             stages.setdefault(tier, {}).setdefault(stage, []).append(float(s))
     med = statistics.median
@@ -138,6 +142,10 @@ def summarize(folder: Path) -> dict[str, Any]:
         "per_hour": 3600.0 * len(finished) / span if span > 0 else 0.0,
         "tiers": tiers,
         "statuses": _count(e.payload.get("status", "?") for e in finished),
+        "eval_s": {
+            k: {"median": round(med(v), 2), "max": round(max(v), 2), "n": len(v)}
+            for k, v in judged.items()
+        },
         "latency_s": {
             k: {"median": round(med(v), 2), "max": round(max(v), 2), "n": len(v)}
             for k, v in latency.items()
@@ -250,13 +258,15 @@ def table(runs: list[dict[str, Any]]) -> str:
             "tiers",
             "screened s",
             "promoted/full s",
+            "queued+judged s",
             "best",
             "best at s",
         )
     ]
     for r in runs:
-        lat = r["latency_s"]
+        lat = r["eval_s"]  # evaluation start to verdict, median
         full = lat.get("promoted") or lat.get("full") or {}
+        waits = [v["median"] for v in r["latency_s"].values()]
         rows.append(
             (
                 r["design"],
@@ -265,6 +275,7 @@ def table(runs: list[dict[str, Any]]) -> str:
                 " ".join(f"{k}={v}" for k, v in sorted(r["tiers"].items())),
                 f"{lat['screened']['median']:.1f}" if "screened" in lat else "-",
                 f"{full['median']:.1f}" if full else "-",
+                f"{max(waits):.0f}" if waits else "-",
                 f"{r['best_us']:.2f} us" if r.get("best_us") else "-",
                 f"{r['best_at_s']:.0f}" if r.get("best_at_s") is not None else "-",
             )
