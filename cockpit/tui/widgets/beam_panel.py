@@ -127,7 +127,7 @@ def branch_row(
 
 def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
     status = c.status or "?"
-    verdict = "eval…" if status == "evaluating" else status
+    verdict = "eval…" if status == "evaluating" else "ok·scr" if c.screened else status
     return _cells(
         cols,
         [

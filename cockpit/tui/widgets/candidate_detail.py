@@ -28,6 +28,7 @@ def title_line(d: Detail) -> Content:
         f" · {c.branch or '?'} · {c.family or '?'}",
         " · ",
         (c.status or "?", verdict_style(c.status)),
+        " (screened only)" if c.screened else "",
         f" · score {fmt_us(c.score_us)} · geomean {fmt_us(c.geomean_us)}",
     ]
     speedup = fmt_speedup(c.summary.get("speedups"))
@@ -54,6 +55,9 @@ def feedback_text(d: Detail) -> Content:
         return Content("\n").join(lines)
     status = r.get("status", "?")
     lines.append(Content.assemble("verdict ", (status, "bold " + verdict_style(status))))
+    if r.get("tier") in ("screened", "promoted"):
+        why = (r.get("promotion") or {}).get("why", "")
+        lines.append(Content.styled(f"{r['tier']}: {why}", "$text-muted"))
     for reason in r.get("reasons") or []:
         where = f" [{reason.get('shape')}]" if reason.get("shape") else ""
         stage = f"{reason.get('stage')}/" if reason.get("stage") else ""
