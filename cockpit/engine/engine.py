@@ -363,8 +363,9 @@ class Engine:
             )
 
     def _restore(self) -> None:
-        """Rebuild the beam from the record: branches, bests, counters, steer instructions,
-        candidates waiting for a worker; close requests the dead engine left without an outcome."""
+        """Rebuild the beam from the record: branches, bests, counters, steer instructions, each
+        branch's history of attempts and the escalations it had, candidates waiting for a worker;
+        close requests the dead engine left without an outcome."""
         cands = self.record.candidates()
         requeue = []
         for c in cands:
@@ -452,7 +453,23 @@ class Engine:
                 st.steer.append(forks[b.id]["instruction"])
             if st.state == "plateau":
                 st.state = "running"
+            # what the proposer is shown of the branch's past, as `_finish` recorded it
+            judged = [c for c in own if c.status not in (None, "proposed", "evaluating")]
+            st.history = [
+                Attempt(
+                    c.id,
+                    c.status or "?",
+                    c.score_us,
+                    "; ".join(
+                        str(r.get("message", ""))[:120] for r in (c.summary.get("reasons") or [])[:2]
+                    ),
+                )
+                for c in sorted(judged, key=lambda c: (c.evaluated_t or 0, c.id))
+            ]
             self.branches[b.id] = st
+        for e in self.record.events(kinds=[events.ESCALATED]):
+            if e.payload.get("mode") == "model" and e.branch in self.branches:
+                self.branches[e.branch].escalations_done.add("model")  # once per branch
         for cmd in self.record.commands(state="acked"):
             if (
                 cmd.kind == "redirect"

@@ -421,3 +421,58 @@ def test_a_failed_proposal_gives_its_queued_instructions_back_live_and_after_a_r
     assert e.branches["b1"].queued == ["try CHUNK=8 once"]  # the next request carries it again
     e.close()
     assert resumed(folder).branches["b1"].queued == ["try CHUNK=8 once"]
+
+
+def _attempts(e: Engine) -> dict[str, list[tuple]]:
+    return {
+        bid: [(a.candidate, a.status, a.score_us, a.summary) for a in b.history]
+        for bid, b in e.branches.items()
+    }
+
+
+def test_resume_restores_each_branchs_history_of_attempts(session, resumed) -> None:
+    """The proposer is shown a branch's past attempts: after a resume it sees the same list as
+    the engine that died, not an empty one."""
+    folder = session(budget=10)
+    e = engine(folder)
+    die_on(
+        e.record,
+        "append",
+        lambda n, args, kw: args[0] == ev.PROPOSAL_REQUESTED and e.evaluations >= 6,
+    )
+    with pytest.raises(Killed):
+        e.run()
+    before = _attempts(e)
+    assert sum(len(h) for h in before.values()) >= 6
+    after = _attempts(resumed(folder))
+    assert after == before
+
+
+class _Advisor:
+    def settings(self) -> Any:
+        return type("S", (), {"model": "advisor-model"})()
+
+
+class AdvisedTuner(Tuner):
+    """The tuner with an advisor, as an LLM proposer has: a plateau escalates to it first."""
+
+    advisor = _Advisor()
+
+
+def test_resume_does_not_escalate_a_branch_to_the_advisor_twice(session, resumed) -> None:
+    folder = session(budget=14, beam=1, plateau=2)
+    e = engine(folder, pool=InstantPool(), proposer=AdvisedTuner())
+    die_on(
+        e.record,
+        "append",
+        lambda n, args, kw: args[0] == ev.PROPOSAL_REQUESTED
+        and bool(e.record.events(kinds=[ev.ESCALATED])),
+    )
+    with pytest.raises(Killed):
+        e.run()
+    r = resumed(folder, proposer=AdvisedTuner())
+    assert all("model" in b.escalations_done for b in r.branches.values() if b.id == "b1")
+    r.run()
+    with SessionRecord.open_readonly(folder) as rec:
+        models = [x for x in rec.events(kinds=[ev.ESCALATED]) if x.payload.get("mode") == "model"]
+    assert len({x.branch for x in models}) == len(models), "a branch went to the advisor twice"
