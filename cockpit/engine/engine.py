@@ -461,7 +461,8 @@ class Engine:
                     c.status or "?",
                     c.score_us,
                     "; ".join(
-                        str(r.get("message", ""))[:120] for r in (c.summary.get("reasons") or [])[:2]
+                        str(r.get("message", ""))[:120]
+                        for r in (c.summary.get("reasons") or [])[:2]
                     ),
                 )
                 for c in sorted(judged, key=lambda c: (c.evaluated_t or 0, c.id))
