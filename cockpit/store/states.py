@@ -90,7 +90,7 @@ def end_reason(
             return f"budget spent: {of}"
         branches = list(branches)
         if branches and all(b.state == "retired" for b in branches):
-            tuner = ((meta.get("config") or {}).get("agent") or "tuner") == "tuner"
+            tuner = (meta.get("config") or {}).get("agent") == "tuner"  # offline: no model
             todo = "fork another family" + ("" if tuner else " or set a model")
             return f"every branch retired {_retired_cause(branches)} at {of}: {todo} to continue"
         return f"{recorded} at {of}" if recorded and recorded != GENERIC_DONE else f"done at {of}"

@@ -134,12 +134,21 @@ def branch_style(index: int) -> str:
     return BRANCH_STYLES[index % len(BRANCH_STYLES)]
 
 
-STATE_GLYPH = {"running": "▶", "paused": "‖", "retired": "✕", "plateau": "≈"}
+STATE_GLYPH = {
+    "running": "▶",
+    "paused": "‖",
+    "retired": "✕",
+    "plateau": "≈",
+    "done": "■",
+    "stopped": "■",
+    "crashed": "✗",
+}
 STATE_STYLE = {
     "running": "$success",
     "paused": "$warning",
     "plateau": "$warning",
     "retired": "$text-muted",
+    "crashed": "$error",
 }
 
 

@@ -18,6 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from cockpit.store.models import Branch, Candidate
+from cockpit.store.states import branch_state
 from cockpit.tui.describe import STATE_GLYPH, STATE_STYLE, branch_style, verdict_style
 from cockpit.tui.filter import NO_FILTER, Filter
 from cockpit.tui.format import clip, fmt_speedup, fmt_us
@@ -104,13 +105,15 @@ def branch_row(
     best: Candidate | None,
     cols: Columns,
     act: tuple[str, str] = ("", ""),
+    session: str | None = None,
 ) -> Content:
-    state = b.state or "?"
+    """`session`: the session's state; once it has ended, no branch reads running."""
+    state = branch_state(b.state, session)
     plateaus = b.info.get("plateaus", 0)
     label = STATE_GLYPH.get(state, "?") + ("" if cols.state < 6 else f" {state}")
     if plateaus and cols.state >= 6:
         label += f" ≈{plateaus}"
-    muted = state == "retired"
+    muted = state != b.state or state == "retired"
     return _cells(
         cols,
         [
@@ -149,6 +152,7 @@ def beam_options(
     flt: Filter = NO_FILTER,
     spend: Spend | None = None,
     live: bool = True,
+    session: str | None = None,
 ) -> list[Option]:
     """Branches in beam order, each followed by its newest candidates (and its best, always).
 
@@ -172,7 +176,8 @@ def beam_options(
             if best is not None and best.branch == b.id and best not in shown:
                 shown.append(best)
         act = activity(b, (spend or Spend()).of(b.id), live)
-        options.append(Option(branch_row(b, colour, best, cols, act), id=f"b:{b.id}"))
+        row = branch_row(b, colour, best, cols, act, session)
+        options.append(Option(row, id=f"b:{b.id}"))
         for c in shown:
             options.append(Option(candidate_row(c, c.id == b.best_candidate, cols), id=f"c:{c.id}"))
         hidden = len(own) - len([c for c in shown if c.branch == b.id])
@@ -213,6 +218,7 @@ class BeamPanel(Vertical):
         self._cols: Columns | None = None
         self._spend: Spend | None = None
         self._live = True
+        self._session: str | None = None
         self.filter = NO_FILTER
 
     def compose(self) -> ComposeResult:
@@ -229,16 +235,19 @@ class BeamPanel(Vertical):
         candidates: tuple[Candidate, ...],
         spend: Spend | None = None,
         live: bool = True,
+        session: str | None = None,
     ) -> None:
-        """`live`: an engine is at work, so a request without an outcome is in flight."""
+        """`live`: an engine is at work, so a request without an outcome is in flight.
+        `session`: the session's state (a branch of a session that has ended does not run)."""
         same = branches is self._branches and candidates is self._candidates
-        if same and spend is self._spend and live == self._live:
+        if same and spend is self._spend and live == self._live and session == self._session:
             return
-        self._branches, self._candidates, self._spend, self._live = (
+        self._branches, self._candidates, self._spend, self._live, self._session = (
             branches,
             candidates,
             spend,
             live,
+            session,
         )
         self._rebuild()
 
@@ -265,7 +274,13 @@ class BeamPanel(Vertical):
         ol.clear_options()
         ol.add_options(
             beam_options(
-                self._branches, self._candidates, cols, self.filter, self._spend, self._live
+                self._branches,
+                self._candidates,
+                cols,
+                self.filter,
+                self._spend,
+                self._live,
+                self._session,
             )
         )
         if self.filter.active:

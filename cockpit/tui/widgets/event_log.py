@@ -30,7 +30,8 @@ class EventLog(RichLog):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, max_lines=MAX_LINES, wrap=False, markup=False, highlight=False)
+        # wrapped: an engine's refusal is read whole, not cut at the panel's edge
+        super().__init__(id=id, max_lines=MAX_LINES, wrap=True, markup=False, highlight=False)
         self.border_title = "events"
         # Events and the cockpit's own lines (Content), newest last, for redrawing.
         self._items: deque[Event | Content] = deque(maxlen=MAX_LINES)

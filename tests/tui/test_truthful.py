@@ -1,0 +1,165 @@
+"""The cockpit says what is true: states once a session has ended and why it ended, keys and
+hints as they are, toasts beside the event log rather than over it (Pilot on a recorded
+session, the real app)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from session_builder import NOW
+from tui_helpers import live_app, replay_app, settle
+
+from cockpit.store import SessionRecord
+from cockpit.store import events as ev
+from cockpit.tui.screens.help import HelpScreen
+from cockpit.tui.widgets.beam_panel import BeamPanel
+from cockpit.tui.widgets.event_log import EventLog
+
+WIDE = (160, 48)
+
+
+def end_session(folder: Path, state: str, reason: str, t: float) -> None:
+    """What an engine records at the end: every branch retired after a plateau, then `state`."""
+    with SessionRecord.open(folder) as rec:
+        for bid in ("b1", "b2", "b3"):
+            rec.append(
+                ev.BRANCH_STATE,
+                {"state": "retired", "reason": "plateau in x and no other family left to try"},
+                branch=bid,
+                t=t - 5,
+            )
+        rec.append(ev.SESSION_STATE, {"state": state, "reason": reason}, t=t)
+
+
+def beam_rows(app) -> list[str]:
+    ol = app.screen.query_one(BeamPanel).option_list
+    return [ol.get_option_at_index(i).prompt.plain for i in range(ol.option_count)]
+
+
+def bar_text(app) -> str:
+    return str(app.screen.query_one("#bar").render())
+
+
+def log_text(app) -> str:
+    return "\n".join(line.text for line in app.screen.query_one(EventLog).lines)
+
+
+async def test_a_done_session_reads_done_says_why_and_when_it_ended(session: Path):
+    with SessionRecord.open(session) as rec:  # b2 still `running` in the record
+        rec.append(
+            ev.SESSION_STATE,
+            {"state": "done", "reason": "budget spent or beam retired"},
+            t=NOW - 600,
+        )
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        rows = [r for r in beam_rows(app) if r.startswith("b")]
+        assert len(rows) == 3 and not any("running" in r for r in rows), rows
+        assert any("■ done" in r for r in rows), rows
+        bar = bar_text(app)
+        assert "done: done at 8/40 evaluations" in bar  # neither budget nor beam: as recorded
+        assert "ended 08:50" in bar and "last event" not in bar, bar
+
+
+async def test_a_beam_retired_early_says_what_would_continue_it(session: Path):
+    end_session(session, "done", "budget spent or beam retired", NOW - 600)
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert (
+            "done: every branch retired after plateaus at 8/40 evaluations: fork another "
+            "family or set a model to continue"
+        ) in bar_text(app)
+
+
+async def test_a_running_session_still_counts_the_time_since_its_last_event(session: Path):
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        bar = bar_text(app)
+        assert "last event 1m40s ago" in bar and "ended" not in bar, bar
+        assert any("▶ running" in r for r in beam_rows(app))
+
+
+async def test_the_help_dialog_shows_the_keys_table_name_literally(session: Path):
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        hint = str(app.screen.query_one(".hint").render())
+        assert "remap: [keys] in ~/.config/kernel-cockpit/keys.toml" in hint, hint
+
+
+QUOTA = "family triton-rowwise is at its quota of 2 live branches"
+
+
+async def _refused_fork(app, pilot, session: Path) -> None:
+    """Fork c0004 from the cockpit; the engine refuses it (its words in the record)."""
+    await settle(pilot)
+    app.screen.query_one(BeamPanel).select("c:c0004")
+    await settle(pilot)
+    await pilot.press("f")
+    await settle(pilot)
+    await pilot.press("ctrl+s")
+    await settle(pilot)
+    assert any("waiting for the engine" in n.message for n in app._notifications)
+    with SessionRecord.open(session) as rec:  # the engine's side
+        (cmd,) = rec.pending_commands()
+        rec.ack_command(cmd.id, False, QUOTA)
+    await pilot.press("ctrl+r")
+    await settle(pilot)
+
+
+async def test_a_refused_fork_replaces_the_waiting_toast_and_is_logged_whole(session: Path):
+    app = live_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _refused_fork(app, pilot, session)
+        toasts = [n.message for n in app._notifications]
+        assert not any("waiting for the engine" in t for t in toasts), toasts
+        assert f"✗ fork c0004: {QUOTA}" in toasts
+        log = " ".join(" ".join(log_text(app).split("\n")).split())
+        assert f"✗ fork: {QUOTA}" in log, log
+
+
+async def test_toasts_leave_the_event_log_uncovered(session: Path):
+    for size in ((80, 24), WIDE):
+        app = live_app(session)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await _refused_fork(app, pilot, session)
+            app.notify("a second notice, to stack two toasts")
+            await settle(pilot)
+            await pilot.pause(0.2)  # the toast rack lays out after the notices arrive
+            log = app.screen.query_one("#log").region
+            beam = app.screen.query_one("#beam").region
+            toasts = list(app.screen.query("Toast"))
+            assert len(toasts) == 2 and all(t.region.area for t in toasts), toasts
+            for toast in toasts:
+                assert not toast.region.overlaps(log), (size, toast.region, log)
+                assert not toast.region.overlaps(beam), (size, toast.region, beam)
+
+
+def footer_text(app) -> str:
+    strips = app.screen._compositor.render_strips()
+    return "".join(segment.text for segment in strips[-1])
+
+
+async def test_help_and_detach_stay_in_the_footer_at_80x24(session: Path):
+    app = live_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = footer_text(app)
+        assert "? Help" in footer and "q Detach" in footer, footer
+
+
+async def test_replay_says_q_quits_and_q_quits(session: Path):
+    app = replay_app(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = footer_text(app)
+        assert "q Quit" in footer and "Detach" not in footer, footer
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0 and not app.is_running
