@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from session_builder import NOW
+from session_builder import NOW, SEED, Builder, result, variant
 from tui_helpers import live_app, replay_app, settle
 
 from cockpit.store import SessionRecord
@@ -14,6 +14,7 @@ from cockpit.store import events as ev
 from cockpit.tui.screens.help import HelpScreen
 from cockpit.tui.widgets.beam_panel import BeamPanel
 from cockpit.tui.widgets.event_log import EventLog
+from cockpit.tui.widgets.history_plot import MARK_LEGEND, MARK_LEGEND_SHORT, HistoryPlot
 
 WIDE = (160, 48)
 
@@ -163,3 +164,60 @@ async def test_replay_says_q_quits_and_q_quits(session: Path):
         await pilot.press("q")
         await pilot.pause()
         assert app.return_code == 0 and not app.is_running
+
+
+def no_baseline_measured(folder: Path) -> Path:
+    """A session whose harness had no stored baseline (`cockpit baseline` never ran), so no
+    result carries speedups: a torch baseline candidate, a Triton one twice as fast, and one
+    timed in the Triton interpreter (not comparable)."""
+    b = Builder(folder)
+    b.append(ev.SESSION_CREATED, {"name": folder.name, "task": "softmax", "device": "cpu"}, dt=0)
+    b.append(ev.SESSION_STARTED, {"pid": 1, "host": "h", "resumed": False}, dt=1)
+    b.append(ev.BUDGET_CHANGED, {"budget": 10, "previous": None}, dt=1)
+    for bid, fam in (("b1", "baseline"), ("b2", "triton-rowwise")):
+        b.append(ev.BRANCH_CREATED, {"family": fam}, branch=bid, dt=2)
+    b.candidate("c0001", "b1", "baseline", SEED, "ok", 40.0, dt=10)
+    b.candidate("c0002", "b2", "triton-rowwise", variant(512), "ok", 20.0, dt=60)
+    b.append(ev.CANDIDATE_PROPOSED, {"source_hash": "x"}, "b2", "c0003", dt=100)
+    b.append(
+        ev.EVALUATION_FINISHED, {**result("ok", 8.0), "comparable": False}, "b2", "c0003", dt=130
+    )
+    b.append(ev.BEST_CHANGED, {"candidate": "c0001", "score_us": 40.0}, "b1", "c0001", dt=40)
+    b.append(ev.BEST_CHANGED, {"candidate": "c0002", "score_us": 20.0}, "b2", "c0002", dt=90)
+    b.close()
+    return folder
+
+
+async def test_times_ref_is_filled_from_the_sessions_baseline(tmp_path: Path):
+    folder = no_baseline_measured(tmp_path / "noref")
+    app = live_app(folder)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        rows = {r.split()[0]: r for r in beam_rows(app) if r.split()}
+        assert rows["b2"].endswith(" 2.0×") and rows["c0002"].endswith(" 2.0×"), rows
+        assert rows["b1"].endswith(" 1.0×") and rows["c0001"].endswith(" 1.0×"), rows
+        assert not rows["c0003"].endswith("×"), rows  # interpreter time: not comparable
+
+
+async def test_the_plot_says_what_its_markers_mean(session: Path):
+    for size, legend in (((160, 48), MARK_LEGEND), ((80, 24), MARK_LEGEND_SHORT)):
+        app = live_app(session)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            assert app.screen.query_one(HistoryPlot).border_subtitle == legend
+
+
+async def test_steering_a_session_that_has_ended_is_refused_not_queued(session: Path):
+    with SessionRecord.open(session) as rec:
+        rec.append(ev.SESSION_STATE, {"state": "stopped", "reason": "by command"}, t=NOW - 60)
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("P")
+        await settle(pilot)
+        with SessionRecord.open_readonly(session) as rec:
+            assert rec.pending_commands() == []
+        (toast,) = [n for n in app._notifications if "not sent" in n.title]
+        assert toast.message == (
+            "session stopped: no engine reads commands; `cockpit resume fixture` continues it"
+        )

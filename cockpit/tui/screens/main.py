@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
+from cockpit.store.states import ENDED_STATES
 from cockpit.tui.commands import PaletteEntry
 from cockpit.tui.describe import command_target
 from cockpit.tui.filter import NO_FILTER, Filter
@@ -386,8 +387,23 @@ class MainScreen(Screen[None]):
 
     # --- steering --------------------------------------------------------------------------
 
-    @work(thread=True, group="commands", exit_on_error=False)
     def _send(self, kind: str, args: dict[str, Any]) -> None:
+        """Post a command, unless the session has ended: no engine would read it (`cockpit
+        send --queue` keeps one for the next resume, deliberately)."""
+        state = self.model.meta.get("state")
+        if state in ENDED_STATES:
+            self.notify(
+                f"session {state}: no engine reads commands; `cockpit resume "
+                f"{self.source.name}` continues it",
+                title=f"{command_target(kind, args)} not sent",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._post(kind, args)
+
+    @work(thread=True, group="commands", exit_on_error=False)
+    def _post(self, kind: str, args: dict[str, Any]) -> None:
         cid = self.source.post_command(kind, args, self.command_source)
         self.post_message(CommandPosted(cid, kind, args))
 

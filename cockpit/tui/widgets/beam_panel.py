@@ -99,6 +99,34 @@ def activity(b: Branch, spend: BranchSpend, live: bool) -> tuple[str, str]:
     return "", ""
 
 
+def reference_candidate(candidates: tuple[Candidate, ...]) -> Candidate | None:
+    """The session's own baseline: the fastest passing candidate of the `baseline` family (the
+    task's torch seed), timed comparably. None when there is none."""
+    ok = [
+        c
+        for c in candidates
+        if c.family == "baseline"
+        and c.status == "ok"
+        and c.score_us
+        and c.summary.get("comparable") is not False
+    ]
+    return min(ok, key=lambda c: c.score_us or 0.0) if ok else None
+
+
+def times_ref(c: Candidate | None, ref: Candidate | None) -> str:
+    """The ×ref cell: the harness's speedup over the stored reference where `cockpit baseline`
+    measured one, else the speedup over the session's baseline candidate. Empty for a time that
+    is not comparable with the baseline's (the Triton interpreter on a CPU)."""
+    if c is None:
+        return ""
+    stored = fmt_speedup(c.summary.get("speedups"))
+    if stored or ref is None or c.status != "ok" or not c.score_us or not ref.score_us:
+        return stored
+    if c.summary.get("comparable") is False:
+        return ""
+    return fmt_speedup({"reference": ref.score_us / c.score_us})
+
+
 def branch_row(
     b: Branch,
     colour: int,
@@ -106,6 +134,7 @@ def branch_row(
     cols: Columns,
     act: tuple[str, str] = ("", ""),
     session: str | None = None,
+    ref: Candidate | None = None,
 ) -> Content:
     """`session`: the session's state; once it has ended, no branch reads running."""
     state = branch_state(b.state, session)
@@ -123,12 +152,14 @@ def branch_row(
             (b.model or "default", cols.model, "$text-muted", False),
             (act[0], cols.verdict, act[1], False),
             (fmt_us(b.best_us), cols.score, "bold $success" if b.best_us else "$text-muted", True),
-            (fmt_speedup(best.summary.get("speedups")) if best else "", cols.speedup, "", True),
+            (times_ref(best, ref), cols.speedup, "", True),
         ],
     )
 
 
-def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
+def candidate_row(
+    c: Candidate, is_best: bool, cols: Columns, ref: Candidate | None = None
+) -> Content:
     status = c.status or "?"
     verdict = "eval…" if status == "evaluating" else status
     return _cells(
@@ -140,7 +171,7 @@ def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
             (c.model or "", cols.model, "$text-muted", False),
             (verdict, cols.verdict, verdict_style(status), False),
             (fmt_us(c.score_us), cols.score, "", True),
-            (fmt_speedup(c.summary.get("speedups")), cols.speedup, "", True),
+            (times_ref(c, ref), cols.speedup, "", True),
         ],
     )
 
@@ -163,6 +194,7 @@ def beam_options(
     for c in candidates:
         by_branch.setdefault(c.branch, []).append(c)
     options = []
+    ref = reference_candidate(candidates)
     for colour, b in enumerate(branches):
         best = index.get(b.best_candidate or "")
         own = by_branch.get(b.id, [])
@@ -176,10 +208,11 @@ def beam_options(
             if best is not None and best.branch == b.id and best not in shown:
                 shown.append(best)
         act = activity(b, (spend or Spend()).of(b.id), live)
-        row = branch_row(b, colour, best, cols, act, session)
+        row = branch_row(b, colour, best, cols, act, session, ref)
         options.append(Option(row, id=f"b:{b.id}"))
         for c in shown:
-            options.append(Option(candidate_row(c, c.id == b.best_candidate, cols), id=f"c:{c.id}"))
+            row = candidate_row(c, c.id == b.best_candidate, cols, ref)
+            options.append(Option(row, id=f"c:{c.id}"))
         hidden = len(own) - len([c for c in shown if c.branch == b.id])
         if hidden > 0:
             more = Content.styled(
