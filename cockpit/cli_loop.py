@@ -263,6 +263,13 @@ class HeadlessPrinter:
             self.progress.console.print(
                 f"[cyan]{mark} command {info.get('kind')}: {info.get('message')}[/cyan]"
             )
+        elif kind == "session_state" and info.get("state") in ("done", "stopped", "crashed"):
+            # why the run ended, as the engine recorded it (one sentence for `done`)
+            from rich.text import Text
+
+            line = f"session {info.get('state')}: {info.get('reason') or '?'}"
+            # the engine's words (never markup), one line whole, also in a pipe
+            self.progress.console.print(Text(line, style="bold"), soft_wrap=True)
         elif kind == "proposal_failed":
             self.progress.console.print(f"[dim]{b}: no proposal ({info.get('reason')})[/dim]")
         elif kind == "proposal_cancelled":
