@@ -82,8 +82,10 @@ def end_reason(
         return None
     budget = meta.get("budget")
     # the recorded reason is this state's only when the record's state is this one (the engine
-    # asks for the sentence before it records `done`, over the previous state's reason)
-    recorded = str(meta.get("state_reason") or "") if meta.get("state") == state else ""
+    # asks for the sentence before it records `done`, over the previous state's reason).
+    # `recorded_state`: what the record said, where a viewer put the effective state in `state`.
+    recorded_state = meta.get("recorded_state", meta.get("state"))
+    recorded = str(meta.get("state_reason") or "") if recorded_state == state else ""
     of = _of(evaluated, budget)
     if state == "done":
         if budget is not None and evaluated >= int(budget):
@@ -104,12 +106,21 @@ def end_reason(
         else:
             why = f"stopped ({recorded})"
         return f"{why} at {of}; `cockpit resume` continues it"
-    if meta.get("state") == "crashed":  # the engine recorded its own error
+    if recorded_state == "crashed":  # the engine recorded its own error
         return f"the engine crashed at {of}: {meta.get('last_error') or 'engine error'}"
     return (
         f"the engine died at {of} without recording why (killed, or its machine went down); "
         "`cockpit resume` continues it"
     )
+
+
+def effective_meta(meta: dict[str, Any], engine_running: bool) -> dict[str, Any]:
+    """The record's session metadata with `state` as it is now: a record that says an engine
+    is at work (running, paused) while none holds the session's lock is `crashed`; the
+    recorded state is kept as `recorded_state`. Unchanged otherwise."""
+    if meta.get("state") in ENGINE_STATES and not engine_running:
+        return {**meta, "state": "crashed", "recorded_state": meta.get("state")}
+    return meta
 
 
 def record_end_reason(record: Any, state: str) -> str | None:

@@ -221,3 +221,35 @@ async def test_steering_a_session_that_has_ended_is_refused_not_queued(session: 
         assert toast.message == (
             "session stopped: no engine reads commands; `cockpit resume fixture` continues it"
         )
+
+
+async def test_an_engine_that_died_without_a_word_reads_crashed(session: Path):
+    """The record says running; no engine holds the lock (it was SIGKILLed): crashed, why,
+    no branch running, and no command sent to nobody."""
+    app = live_app(session, engine=False)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        bar = bar_text(app)
+        assert (
+            "fixture · crashed: the engine died at 8/40 evaluations without recording why"
+        ) in bar, bar
+        assert "last event 1m40s ago" in bar  # when the engine was last heard of
+        rows = [r for r in beam_rows(app) if r.startswith("b")]
+        assert not any("running" in r for r in rows) and any("✗ crashed" in r for r in rows)
+        await pilot.press("P")
+        await settle(pilot)
+        with SessionRecord.open_readonly(session) as rec:
+            assert rec.pending_commands() == []
+
+
+async def test_the_engine_dying_while_attached_turns_the_cockpit_to_crashed(session: Path):
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        assert "fixture · running" in bar_text(app)
+        from tui_helpers import _ENGINE_LOCKS
+
+        _ENGINE_LOCKS.pop(session).release()  # the engine is gone; the record is unchanged
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert "fixture · crashed: the engine died" in bar_text(app)

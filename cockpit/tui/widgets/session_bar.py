@@ -59,7 +59,8 @@ def bar_content(
     pending = model.pending
     if pending:
         parts += [" · ", (f"⧗ {len(pending)} pending", "$warning")]
-    if replay is None and ended and meta.get("state_t") is not None:
+    recorded_end = meta.get("recorded_state", state) == state  # not a crash seen by a viewer
+    if replay is None and ended and recorded_end and meta.get("state_t") is not None:
         # an ended session's last event only grows older: say when it ended instead
         parts += [" · ", (f"ended {fmt_when(meta['state_t'], now)}", "$text-muted")]
     elif replay is None and model.last_t is not None:
