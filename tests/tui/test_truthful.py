@@ -116,13 +116,16 @@ async def _refused_fork(app, pilot, session: Path) -> None:
 
 async def test_a_refused_fork_replaces_the_waiting_toast_and_is_logged_whole(session: Path):
     app = live_app(session)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=WIDE) as pilot:
         await _refused_fork(app, pilot, session)
         toasts = [n.message for n in app._notifications]
         assert not any("waiting for the engine" in t for t in toasts), toasts
         assert f"✗ fork c0004: {QUOTA}" in toasts
-        log = " ".join(" ".join(log_text(app).split("\n")).split())
+        log = " ".join(log_text(app).split())
         assert f"✗ fork: {QUOTA}" in log, log
+        width = app.screen.query_one(EventLog).scrollable_content_region.width
+        lines = log_text(app).splitlines()
+        assert all(len(line.rstrip()) <= width for line in lines), (width, lines[-4:])
 
 
 async def test_toasts_leave_the_event_log_uncovered(session: Path):
@@ -234,6 +237,11 @@ async def test_an_engine_that_died_without_a_word_reads_crashed(session: Path):
             "fixture · crashed: the engine died at 8/40 evaluations without recording why"
         ) in bar, bar
         assert "last event 1m40s ago" in bar  # when the engine was last heard of
+        log = " ".join(log_text(app).split())
+        assert log.endswith(
+            "✗ the engine died at 8/40 evaluations without recording why (killed, or its "
+            "machine went down); `cockpit resume` continues it"
+        ), log[-200:]
         rows = [r for r in beam_rows(app) if r.startswith("b")]
         assert not any("running" in r for r in rows) and any("✗ crashed" in r for r in rows)
         await pilot.press("P")
@@ -253,3 +261,7 @@ async def test_the_engine_dying_while_attached_turns_the_cockpit_to_crashed(sess
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert "fixture · crashed: the engine died" in bar_text(app)
+        assert log_text(app).count("the engine died") == 1
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert log_text(app).count("the engine died") == 1

@@ -127,6 +127,7 @@ class MainScreen(Screen[None]):
         self._mine: set[int] = set()
         # the "waiting for the engine" toast of each command sent from here, until its answer
         self._waiting: dict[int, Notification] = {}
+        self._said_crash = False
         self._detail_open: str | None = None
         self._tick_t = time.monotonic()
         self.filter = NO_FILTER
@@ -192,8 +193,14 @@ class MainScreen(Screen[None]):
         log = self.query_one(EventLog)
         if snap.reset:
             log.reset(snap.events)
+            self._said_crash = False
         else:
             log.add(snap.events)
+        # an engine that died without a word left no event: the log says it once
+        unrecorded_crash = "recorded_state" in self.model.meta
+        if unrecorded_crash and not self._said_crash:
+            log.say(f"✗ {self.model.ended}", "$error")
+        self._said_crash = unrecorded_crash
         self._draw_history()
         self._draw_bar()
         for c in acked:
