@@ -479,7 +479,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         when = (
             time.strftime(" %Y-%m-%d %H:%M", time.localtime(d["ended_t"])) if d["ended_t"] else ""
         )
-        con.print(f"ended{when}: {d['ended']}")
+        # the sentence once: an engine that wrote it as its reason has it on the line above
+        why = "" if d["ended"] == d.get("reason") else f": {d['ended']}"
+        con.print(f"ended{when}{why}", highlight=False, soft_wrap=True)
     t = Table(title_justify="left")
     for col in ("branch", "family", "state", "best", "candidate", "plateaus", "why"):
         t.add_column(col)

@@ -176,3 +176,22 @@ def test_the_states_are_pure_functions_of_the_record() -> None:
     assert branch_state("paused", "running") == "paused"
     assert end_reason("running", {"budget": 4}, [], 1) is None
     assert json.dumps(end_reason("done", {"budget": None}, [], 3)) == '"done at 3 evaluations"'
+
+
+def test_a_queued_command_is_what_continues_a_done_session(cockpit: Cockpit) -> None:
+    """A real engine spends its budget; resume is refused; a set-budget queued with --queue
+    lets resume continue it, and the engine applies it first."""
+    cockpit.start("grow", "--budget", "2", "--beam", "2")
+    assert cockpit.wait_finished("grow")["ended"] == "budget spent: 2/2 evaluations"
+    assert cockpit("resume", "grow", "--detach").returncode == 2
+    cockpit("send", "grow", "set-budget", "3", "--queue", check=True)
+    assert cockpit.resume("grow") is not None  # an engine runs again
+    st = cockpit.wait_finished("grow")
+    assert (st["state"], st["evaluations"], st["ended"]) == (
+        "done",
+        3,
+        "budget spent: 3/3 evaluations",
+    )
+    text = cockpit("status", "grow", check=True).stdout.splitlines()
+    assert "done (budget spent: 3/3 evaluations)" in text[0]
+    assert text[1].startswith("ended ") and "budget spent" not in text[1]  # said once
