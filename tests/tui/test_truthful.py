@@ -265,3 +265,18 @@ async def test_the_engine_dying_while_attached_turns_the_cockpit_to_crashed(sess
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert log_text(app).count("the engine died") == 1
+
+
+async def test_the_state_filter_matches_what_the_rows_say(session: Path):
+    with SessionRecord.open(session) as rec:
+        rec.append(ev.SESSION_STATE, {"state": "done", "reason": "x"}, t=NOW - 600)
+    app = live_app(session)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        app.screen.set_filter("state:running")
+        await settle(pilot)
+        assert [r for r in beam_rows(app) if r.startswith("b")] == []
+        assert app.screen.query_one(BeamPanel).border_title.endswith("(0/8)")
+        app.screen.set_filter("state:done")
+        await settle(pilot)
+        assert len([r for r in beam_rows(app) if r.startswith("b")]) == 3

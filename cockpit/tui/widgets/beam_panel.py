@@ -7,7 +7,7 @@ the panel: family and model disappear first, then the words of the state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import on
 from textual.app import ComposeResult
@@ -199,8 +199,9 @@ def beam_options(
         best = index.get(b.best_candidate or "")
         own = by_branch.get(b.id, [])
         if flt.active:
-            own = [c for c in own if flt.candidate(c, b)]
-            if not own and not flt.branch(b):
+            seen = as_shown(b, session)  # `state:` matches what the row says
+            own = [c for c in own if flt.candidate(c, seen)]
+            if not own and not flt.branch(seen):
                 continue
             shown = list(reversed(own[-MATCHES_PER_BRANCH:]))
         else:
@@ -222,10 +223,19 @@ def beam_options(
     return options
 
 
+def as_shown(b: Branch, session: str | None) -> Branch:
+    """The branch with the state its row shows (none runs in a session that has ended)."""
+    state = branch_state(b.state, session)
+    return b if state == b.state else replace(b, state=state)
+
+
 def count_matches(
-    branches: tuple[Branch, ...], candidates: tuple[Candidate, ...], flt: Filter
+    branches: tuple[Branch, ...],
+    candidates: tuple[Candidate, ...],
+    flt: Filter,
+    session: str | None = None,
 ) -> int:
-    by_id = {b.id: b for b in branches}
+    by_id = {b.id: as_shown(b, session) for b in branches}
     return sum(1 for c in candidates if flt.candidate(c, by_id.get(c.branch or "")))
 
 
@@ -317,7 +327,7 @@ class BeamPanel(Vertical):
             )
         )
         if self.filter.active:
-            n = count_matches(self._branches, self._candidates, self.filter)
+            n = count_matches(self._branches, self._candidates, self.filter, self._session)
             self.border_title = f"beam ⧩ {self.filter.text} ({n}/{len(self._candidates)})"
         else:
             self.border_title = "beam"
