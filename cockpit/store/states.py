@@ -17,7 +17,8 @@ from cockpit.store.models import Branch, Candidate
 ENGINE_STATES = ("running", "paused")
 # Session states in which no engine runs and none will until `cockpit resume`.
 ENDED_STATES = ("done", "stopped", "crashed")
-# What an engine without this module recorded for every `done`: it names two causes at once.
+# A `done` reason that names two causes at once (records may carry it): read, it is replaced
+# by the one sentence; written, only if that sentence cannot be made.
 GENERIC_DONE = "budget spent or beam retired"
 # Candidate statuses that did not use an evaluation of the budget.
 NOT_EVALUATED = (None, "proposed", "evaluating", "duplicate")

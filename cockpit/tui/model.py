@@ -11,7 +11,7 @@ from typing import Any
 
 from cockpit.store import events as ev
 from cockpit.store.models import Branch, Candidate, Command, Event
-from cockpit.store.states import branch_state, end_reason, evaluations
+from cockpit.store.states import end_reason, evaluations
 from cockpit.tui.notify import BY_COMMAND
 from cockpit.tui.plot import StepSeries
 from cockpit.tui.sources import Snapshot
@@ -90,10 +90,6 @@ class SessionModel:
     def ended(self) -> str | None:
         """Why the run ended, in one sentence (cockpit.store.states); None while it runs."""
         return end_reason(self.meta.get("state"), self.meta, self.branches, self.evaluations)
-
-    def branch_state(self, b: Branch) -> str:
-        """What the branch does now: none runs in a session that has ended."""
-        return branch_state(b.state, self.meta.get("state"))
 
     @property
     def engine_active(self) -> bool:
