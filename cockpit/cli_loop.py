@@ -230,6 +230,7 @@ class HeadlessPrinter:
 
     def __call__(self, kind: str, info: dict[str, Any]) -> None:
         from cockpit.render import fmt_us
+        from cockpit.store.commands import typed_name
 
         b, c = info.get("branch") or "", info.get("candidate") or ""
         if kind == "evaluation_finished":
@@ -261,7 +262,8 @@ class HeadlessPrinter:
         elif kind == "command_acked":
             mark = "✓" if info.get("ok") else "✗"
             self.progress.console.print(
-                f"[cyan]{mark} command {info.get('kind')}: {info.get('message')}[/cyan]"
+                f"[cyan]{mark} command {typed_name(str(info.get('kind')))}: "
+                f"{info.get('message')}[/cyan]"
             )
         elif kind == "session_state" and info.get("state") in ("done", "stopped", "crashed"):
             # why the run ended, as the engine recorded it (one sentence for `done`)

@@ -280,3 +280,15 @@ async def test_the_state_filter_matches_what_the_rows_say(session: Path):
         app.screen.set_filter("state:done")
         await settle(pilot)
         assert len([r for r in beam_rows(app) if r.startswith("b")]) == 3
+
+
+def test_commands_are_named_as_a_user_types_them():
+    from cockpit.store.models import Event
+    from cockpit.tui.describe import describe
+
+    received = Event(1, NOW, ev.COMMAND_RECEIVED, None, None, {
+        "kind": "set_model", "args": {"model": "gpt-x"}, "source": "cli"})  # fmt: skip
+    acked = Event(2, NOW, ev.COMMAND_ACKED, None, None, {
+        "kind": "set_budget", "ok": True, "message": "budget 9 evaluations"})  # fmt: skip
+    assert describe(received)[0] == "⌘ set-model gpt-x (all) from cli"
+    assert describe(acked)[0] == "✓ set-budget: budget 9 evaluations"
