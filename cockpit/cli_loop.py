@@ -506,7 +506,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
     folder = _find(args)
     if not engine_pid(folder):
-        raise UsageError(f"session {folder.name} is not running")
+        d = status_dict(folder)
+        why = f": {d['ended']}" if d["ended"] else ""
+        raise UsageError(f"session {folder.name} is not running ({d['state']}{why})")
     with SessionRecord.open(folder) as rec:
         cid = rec.post_command("stop", {}, source="cli")
     print(f"stop requested (command {cid}); the engine finishes the evaluation in flight")

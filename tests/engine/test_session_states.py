@@ -161,6 +161,15 @@ def test_send_to_a_session_that_is_not_running_is_refused_unless_queued(cockpit:
         ]
 
 
+def test_stop_of_a_session_that_is_not_running_says_what_it_is(cockpit: Cockpit) -> None:
+    record_session(cockpit, "spent", budget=4, ok=4)
+    proc = cockpit("stop", "spent")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "cockpit: error: session spent is not running (done: budget spent: 4/4 evaluations)\n"
+    )
+
+
 def test_an_unknown_command_lists_the_names_a_user_types(cockpit: Cockpit) -> None:
     record_session(cockpit, "spent", budget=4, ok=4)
     proc = cockpit("send", "spent", "set_mdl")
