@@ -126,6 +126,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     task = _load_task(args.task)
     cand = Path(args.candidate)
+    if cand.is_dir():
+        raise UsageError(
+            f"{cand}: is a directory; a candidate is one Python file defining kernel()"
+        )
     if not cand.is_file():
         raise UsageError(f"{cand}: no such candidate file")
     if args.parts is not None:

@@ -232,6 +232,7 @@ class HeadlessPrinter:
 
     def __call__(self, kind: str, info: dict[str, Any]) -> None:
         from cockpit.render import fmt_us
+        from cockpit.store.commands import typed_name
 
         b, c = info.get("branch") or "", info.get("candidate") or ""
         if kind == "evaluation_finished":
@@ -268,8 +269,16 @@ class HeadlessPrinter:
         elif kind == "command_acked":
             mark = "✓" if info.get("ok") else "✗"
             self.progress.console.print(
-                f"[cyan]{mark} command {info.get('kind')}: {info.get('message')}[/cyan]"
+                f"[cyan]{mark} command {typed_name(str(info.get('kind')))}: "
+                f"{info.get('message')}[/cyan]"
             )
+        elif kind == "session_state" and info.get("state") in ("done", "stopped", "crashed"):
+            # why the run ended, as the engine recorded it (one sentence for `done`)
+            from rich.text import Text
+
+            line = f"session {info.get('state')}: {info.get('reason') or '?'}"
+            # the engine's words (never markup), one line whole, also in a pipe
+            self.progress.console.print(Text(line, style="bold"), soft_wrap=True)
         elif kind == "proposal_failed":
             self.progress.console.print(f"[dim]{b}: no proposal ({info.get('reason')})[/dim]")
         elif kind == "proposal_cancelled":
@@ -329,7 +338,22 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     if engine_pid(folder):
         raise UsageError(f"session {folder.name} is already running (pid {engine_pid(folder)})")
+    d = status_dict(folder)
+    if d["state"] == "done" and not _pending(folder):
+        # a done engine would stop again at once; a command queued with `send --queue` (a
+        # bigger budget, a fork) is what lets a done session continue
+        raise UsageError(
+            f"session {folder.name} is done ({d['ended']}); to continue it, queue a command "
+            f"first, e.g. `cockpit send {folder.name} set-budget N --queue`"
+        )
     return _start(folder, args.detach, headless=True)
+
+
+def _pending(folder: Path) -> int:
+    from cockpit.store import SessionRecord
+
+    with SessionRecord.open_readonly(folder) as rec:
+        return len(rec.commands("pending"))
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
@@ -375,13 +399,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
 def status_dict(folder: Path) -> dict[str, Any]:
     from cockpit.store import SessionRecord, engine_pid
     from cockpit.store.sessions import effective_state
+    from cockpit.store.states import branch_reason, branch_state, end_reason, evaluations
 
     pid = engine_pid(folder)
     with SessionRecord.open_readonly(folder) as rec, rec.snapshot():
         meta = rec.meta()
         branches = rec.branches()
         cands = rec.candidates()
-    evaluated = [c for c in cands if c.status not in (None, "proposed", "evaluating", "duplicate")]
+    evaluated = evaluations(cands)
     state = effective_state(meta.get("state"), pid is not None)
     ok = [c for c in cands if c.rankable]
     best = min(ok, key=lambda c: c.score_us) if ok else None
@@ -397,19 +422,24 @@ def status_dict(folder: Path) -> dict[str, Any]:
         if state == meta.get("state") and state != "running"
         else None,
         "pid": pid,
+        # why the run ended, in one sentence (None while an engine is at work)
+        "ended": end_reason(state, meta, branches, evaluated),
+        "ended_t": meta.get("state_t") if state in ("done", "stopped") else None,
         "budget": meta.get("budget"),
-        "evaluations": len(evaluated),
+        "evaluations": evaluated,
         "candidates": len(cands),
         "branches": [
             {
                 "id": b.id,
                 "family": b.family,
-                "state": b.state,
+                # what the branch does now: no branch runs in a session that has ended
+                "state": branch_state(b.state, state),
+                "recorded_state": b.state,
                 "model": b.model,
                 "best_candidate": b.best_candidate,
                 "best_us": b.best_us,
                 "plateaus": b.info.get("plateaus", 0),
-                "reason": b.info.get("state_reason"),
+                "reason": branch_reason(b.state, b.info.get("state_reason"), state),
             }
             for b in branches
         ],
@@ -454,8 +484,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
         f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
     )
+    if d["ended"]:
+        when = (
+            time.strftime(" %Y-%m-%d %H:%M", time.localtime(d["ended_t"])) if d["ended_t"] else ""
+        )
+        # the sentence once: an engine that wrote it as its reason has it on the line above
+        why = "" if d["ended"] == d.get("reason") else f": {d['ended']}"
+        con.print(f"ended{when}{why}", highlight=False, soft_wrap=True)
     t = Table(title_justify="left")
-    for col in ("branch", "family", "state", "best", "candidate", "plateaus"):
+    for col in ("branch", "family", "state", "best", "candidate", "plateaus", "why"):
         t.add_column(col)
     for b in d["branches"]:
         t.add_row(
@@ -465,6 +502,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             fmt_us(b["best_us"]),
             b["best_candidate"] or "",
             str(b["plateaus"]),
+            b["reason"] or "",
         )
     con.print(t)
     return 0
@@ -475,7 +513,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
     folder = _find(args)
     if not engine_pid(folder):
-        raise UsageError(f"session {folder.name} is not running")
+        d = status_dict(folder)
+        why = f": {d['ended']}" if d["ended"] else ""
+        raise UsageError(f"session {folder.name} is not running ({d['state']}{why})")
     with SessionRecord.open(folder) as rec:
         cid = rec.post_command("stop", {}, source="cli")
     print(f"stop requested (command {cid}); the engine finishes the evaluation in flight")
@@ -495,14 +535,15 @@ def _wait_state(folder: Path, states: tuple[str, ...], timeout: float) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from cockpit.store import SessionRecord
-    from cockpit.store.commands import COMMAND_KINDS, normalize_command_kind
+    from cockpit.store import SessionRecord, engine_pid
+    from cockpit.store.commands import COMMAND_KINDS, normalize_command_kind, typed_name
 
     folder = _find(args)
     try:
         kind = normalize_command_kind(args.command)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    name = typed_name(kind)
     a = {k: v for k, v in vars(args).items() if k in COMMAND_KINDS[kind] and v is not None}
     if args.text:
         key = {
@@ -513,7 +554,7 @@ def cmd_send(args: argparse.Namespace) -> int:
             "fork": "candidate",
         }.get(kind)
         if key is None:
-            raise UsageError(f"{kind} takes no positional argument")
+            raise UsageError(f"{name} takes no positional argument")
         a.setdefault(key, " ".join(args.text))
     required = {
         "fork": ["candidate"],
@@ -523,13 +564,26 @@ def cmd_send(args: argparse.Namespace) -> int:
     }.get(kind, [])
     missing = [r for r in required if r not in a]
     if missing:
-        raise UsageError(f"{kind} needs --{missing[0]}")
+        raise UsageError(f"{name} needs --{missing[0]}")
     if kind == "set_budget":
         a = _budget_args(a)
+    running = engine_pid(folder) is not None
+    if not running and not args.queue:
+        d = status_dict(folder)
+        why = f" ({d['ended']})" if d["ended"] else ""
+        raise UsageError(
+            f"session {folder.name} is {d['state']}{why}: no engine reads commands; add --queue "
+            f"to keep {name} for the next `cockpit resume {folder.name}`"
+        )
+    if not running:  # a running engine refuses a bad target itself, in its acknowledgement
+        _check_target(folder, kind, a)
     with SessionRecord.open(folder) as rec:
         cid = rec.post_command(kind, a, source=args.source)
+    if not running:
+        print(f"queued {name} as command {cid} for the next `cockpit resume {folder.name}`")
+        return 0
     if not args.wait:
-        print(f"posted {kind} as command {cid}")
+        print(f"posted {name} as command {cid}")
         return 0
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
@@ -543,6 +597,25 @@ def cmd_send(args: argparse.Namespace) -> int:
         f"cockpit: command {cid} not acknowledged within {args.timeout:.0f} s (is the engine running?)\n"
     )
     return 1
+
+
+def _check_target(folder: Path, kind: str, a: dict[str, Any]) -> None:
+    """A queued command naming a branch that is retired, or one that does not exist, is refused
+    when posted, not at a resume long after (where a set-model could reach a retired branch)."""
+    from cockpit.store import SessionRecord
+
+    bid = a.get("branch")
+    if not bid or kind not in ("pause", "resume", "redirect", "retire", "set_model"):
+        return
+    with SessionRecord.open_readonly(folder) as rec:
+        branches = {b.id: b for b in rec.branches()}
+    if bid not in branches:
+        known = ", ".join(branches) or "none yet"
+        raise UsageError(f"no branch {bid!r} in {folder.name} (branches: {known})")
+    if branches[bid].state == "retired":
+        raise UsageError(
+            f"branch {bid} is retired: {kind.replace('_', '-')} applies to live branches"
+        )
 
 
 def _budget_args(a: dict[str, Any]) -> dict[str, Any]:
@@ -728,6 +801,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--tokens", help="set-budget: LLM token cap for the session (none = no cap)")
     s.add_argument("--source", default="cli", help="who sent it (shown in the record)")
     s.add_argument("--wait", action="store_true", help="wait for the engine's acknowledgement")
+    s.add_argument(
+        "--queue",
+        action="store_true",
+        help="the session is not running: keep the command for the next `cockpit resume` "
+        "(without it, a command to a session that is not running is refused)",
+    )
     s.add_argument("--timeout", type=float, default=120)
     _sessions_arg(s)
     s.set_defaults(func=cmd_send)

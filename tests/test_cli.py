@@ -71,6 +71,15 @@ def test_eval_of_a_missing_candidate_is_a_one_line_usage_error():
     assert r.stderr.count("\n") == 1 and "no such candidate file" in r.stderr
 
 
+def test_eval_of_a_directory_says_it_is_a_directory(tmp_path):
+    r = cockpit("eval", "softmax", str(tmp_path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"cockpit: error: {tmp_path}: is a directory; a candidate is one Python file defining "
+        "kernel()\n"
+    )
+
+
 def test_eval_of_an_unknown_task_is_a_one_line_usage_error():
     r = cockpit("eval", "no-such-task", str(SEED))
     assert r.returncode == 2

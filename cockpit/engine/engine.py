@@ -685,6 +685,8 @@ class Engine:
             model = a.get("model")
             if not model:
                 return False, "set-model needs a model"
+            if a.get("branch") and self._branch(a).state == "retired":  # e.g. queued, then retired
+                return False, f"{a['branch']} is retired"
             targets = (
                 [self._branch(a)]
                 if a.get("branch")
@@ -1293,7 +1295,7 @@ class Engine:
             for job in self.proposing.values():
                 job.cancel.set()  # threads still calling out stop at their next check
             reason = {
-                "done": "budget spent or beam retired",
+                "done": _done_reason(self.record) if final == "done" else "",
                 "stopped": self.stop_reason,
                 "crashed": "engine error",
             }[final]
@@ -1341,6 +1343,16 @@ class Engine:
         finally:
             self.lock.release()
             self.record.close()
+
+
+def _done_reason(record: Any) -> str:
+    """Why a run ended `done`, in one sentence from the record (cockpit.store.states)."""
+    from cockpit.store.states import GENERIC_DONE, record_end_reason
+
+    try:
+        return record_end_reason(record, "done") or GENERIC_DONE
+    except Exception:  # noqa: BLE001 - the reason must never keep the final state unrecorded
+        return GENERIC_DONE
 
 
 def _duration(seconds: float) -> str:

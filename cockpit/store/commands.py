@@ -33,6 +33,11 @@ def normalize_command_kind(kind: str) -> str:
     """`set-model` (as typed on a command line) and `set_model` name the same command."""
     name = kind.strip().lower().replace("-", "_")
     if name not in COMMAND_KINDS:
-        known = ", ".join(sorted(COMMAND_KINDS))
+        known = ", ".join(sorted(typed_name(k) for k in COMMAND_KINDS))
         raise ValueError(f"unknown command {kind!r}; known commands: {known}")
     return name
+
+
+def typed_name(kind: str) -> str:
+    """A command as a user types it (`set-model`), for messages; the queue stores `set_model`."""
+    return kind.replace("_", "-")

@@ -20,6 +20,13 @@ class CockpitApp(App[None]):
 
     TITLE = "Kernel Cockpit"
     COMMANDS = App.COMMANDS | {CockpitCommands}
+    # Toasts go top left, below the session bar, over the GPU panel and the oldest part of the
+    # plot: the event log (bottom right, where Textual puts them) and the beam stay readable.
+    CSS = """
+    ToastRack { dock: top; align: left top; margin-bottom: 0; margin-top: 1; }
+    ToastHolder { align-horizontal: left; }
+    Toast { padding: 0 1; max-width: 60%; }
+    """
 
     def __init__(
         self,

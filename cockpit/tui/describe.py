@@ -7,6 +7,7 @@ theme and a colourless terminal still reads the glyphs.
 from __future__ import annotations
 
 from cockpit.store import events as ev
+from cockpit.store.commands import typed_name
 from cockpit.store.models import Event
 from cockpit.tui.format import fmt_us
 
@@ -35,7 +36,8 @@ def first_reason(payload: dict) -> str:
 
 
 def command_target(kind: str | None, args: dict | None) -> str:
-    """`pause b2`, `fork c0005`, `set_model gpt-x (all)`: a command in a few words."""
+    """`pause b2`, `fork c0005`, `set-model gpt-x (all)`: a command in a few words, named as a
+    user types it."""
     args = args or {}
     target = args.get("branch") or args.get("candidate") or ""
     extra = ""
@@ -45,7 +47,7 @@ def command_target(kind: str | None, args: dict | None) -> str:
         extra = f" {args.get('budget')}"
     elif kind == "redirect":
         extra = f" ({args.get('mode', 'steer')})"
-    return f"{kind}{' ' + target if target else ''}{extra}"
+    return f"{typed_name(kind or '?')}{' ' + target if target else ''}{extra}"
 
 
 def _cost(payload: dict) -> str:
@@ -103,7 +105,8 @@ def describe(e: Event) -> tuple[str, str]:
         )
     if k == ev.COMMAND_ACKED:
         mark = "✓" if p.get("ok") else "✗"
-        return f"{mark} {p.get('kind')}: {p.get('message', '')}", "human" if p.get("ok") else "bad"
+        kind = typed_name(str(p.get("kind") or "?"))
+        return f"{mark} {kind}: {p.get('message', '')}", "human" if p.get("ok") else "bad"
     if k == ev.SESSION_STATE:
         reason = p.get("reason")
         return f"session {p.get('state')}{f' ({reason})' if reason else ''}", "warn"
@@ -135,12 +138,21 @@ def branch_style(index: int) -> str:
     return BRANCH_STYLES[index % len(BRANCH_STYLES)]
 
 
-STATE_GLYPH = {"running": "▶", "paused": "‖", "retired": "✕", "plateau": "≈"}
+STATE_GLYPH = {
+    "running": "▶",
+    "paused": "‖",
+    "retired": "✕",
+    "plateau": "≈",
+    "done": "■",
+    "stopped": "■",
+    "crashed": "✗",
+}
 STATE_STYLE = {
     "running": "$success",
     "paused": "$warning",
     "plateau": "$warning",
     "retired": "$text-muted",
+    "crashed": "$error",
 }
 
 

@@ -38,6 +38,14 @@ def fmt_clock(t: float | None) -> str:
     return "--:--:--" if t is None else time.strftime("%H:%M:%S", time.localtime(t))
 
 
+def fmt_when(t: float, now: float) -> str:
+    """A past moment as a reader wants it: `14:05` today, `Dec 3 14:05` on another day."""
+    then, today = time.localtime(t), time.localtime(now)
+    if then[:3] == today[:3]:
+        return time.strftime("%H:%M", then)
+    return time.strftime("%b %-d %H:%M", then)
+
+
 def fmt_speedup(speedups: dict | None) -> str:
     """The speedup over the reference (or else the best one recorded): 3.2×."""
     if not speedups:

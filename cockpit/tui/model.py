@@ -11,6 +11,7 @@ from typing import Any
 
 from cockpit.store import events as ev
 from cockpit.store.models import Branch, Candidate, Command, Event
+from cockpit.store.states import end_reason, evaluations
 from cockpit.tui.notify import BY_COMMAND
 from cockpit.tui.plot import StepSeries
 from cockpit.tui.sources import Snapshot
@@ -74,11 +75,7 @@ class SessionModel:
 
     @property
     def evaluations(self) -> int:
-        return sum(
-            1
-            for c in self.candidates
-            if c.status not in (None, "proposed", "evaluating", "duplicate")
-        )
+        return evaluations(self.candidates)
 
     @property
     def best(self) -> Candidate | None:
@@ -88,6 +85,11 @@ class SessionModel:
     @property
     def paused_all(self) -> bool:
         return self.meta.get("state") == "paused"
+
+    @property
+    def ended(self) -> str | None:
+        """Why the run ended, in one sentence (cockpit.store.states); None while it runs."""
+        return end_reason(self.meta.get("state"), self.meta, self.branches, self.evaluations)
 
     @property
     def engine_active(self) -> bool:

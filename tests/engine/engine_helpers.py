@@ -121,8 +121,12 @@ class Cockpit:
 
     def resume(self, name: str) -> int | None:
         """`cockpit resume NAME --detach`; the engine's pid, or None when it had nothing left to
-        do and already finished."""
-        out = self("resume", name, "--detach", check=True).stdout
+        do and already finished, or the session was done already (resume refuses it)."""
+        proc = self("resume", name, "--detach")
+        if proc.returncode == 2 and f"session {name} is done (" in proc.stderr:
+            return None
+        assert proc.returncode == 0, f"cockpit resume {name} -> {proc.returncode}\n{proc.stderr}"
+        out = proc.stdout
         if "running in the background" not in out:
             assert out.strip() == f"session {name}: done", out
             return None

@@ -52,5 +52,12 @@ def test_a_plateaued_branch_escalates_to_other_families_then_retires(cockpit: Co
     assert (b1["family"], b1["state"], b1["plateaus"]) == ("vectorized", "retired", 3)
     assert st["state"] == "done"
     assert st["evaluations"] < 10  # the beam retired before the budget ran out
+    # ...and the run says so, with what would continue it (the tuner has no model to set)
+    why = (
+        f"every branch retired after plateaus at {st['evaluations']}/10 evaluations: "
+        "fork another family to continue"
+    )
+    assert (st["ended"], st["reason"]) == (why, why)
+    assert f"session done: {why}" in proc.stdout
     families = {c["family"] for c in st["candidate_list"] if c["status"] == "ok"}
     assert families == {"chunked", "baseline", "vectorized"}

@@ -33,6 +33,9 @@ def test_headless_run_ends_done_with_the_budget_spent(finished_run) -> None:
     assert st["evaluations"] == BUDGET
     assert st["budget"] == BUDGET
     assert "session full: done" in out
+    # why it ended, in one sentence, before the last line
+    assert f"session done: budget spent: {BUDGET}/{BUDGET} evaluations\n" in out
+    assert st["ended"] == f"budget spent: {BUDGET}/{BUDGET} evaluations"
 
 
 def test_headless_run_prints_one_line_per_evaluation(finished_run) -> None:

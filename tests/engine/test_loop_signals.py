@@ -81,7 +81,9 @@ def test_a_signal_during_an_evaluation_stops_the_session_cleanly_and_resume_fini
     assert not [e for e in events(folder, ev.ERROR) if e.payload.get("where") == "engine"]
     cockpit("resume", name, check=True, timeout=240)
     st = cockpit.status(name)
-    assert (st["state"], st["evaluations"], st["reason"]) == ("done", 4, "budget spent or beam retired")
+    spent = "budget spent: 4/4 evaluations"  # why it ended, in one sentence, recorded
+    assert (st["state"], st["evaluations"], st["reason"], st["ended"]) == ("done", 4, spent, spent)
+    assert _last_state(folder) == {"state": "done", "reason": spent}
 
 
 def test_sigterm_to_a_detached_engine_records_stopped(cockpit: Cockpit) -> None:

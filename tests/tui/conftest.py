@@ -2,4 +2,8 @@
 rootdir, and two modules named `conftest` imported by name collide)."""
 
 from tui_helpers import *  # noqa: F403
-from tui_helpers import _no_user_keymap, _utc  # noqa: F401  (autouse fixtures: * skips _names)
+from tui_helpers import (  # noqa: F401  (autouse fixtures: * skips _names)
+    _no_user_keymap,
+    _release_engine_locks,
+    _utc,
+)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tui_helpers import hold_engine_lock
 
 from cockpit.store import SessionRecord
 
@@ -69,6 +70,7 @@ def wait_for(
 
 @pytest.fixture
 def pane(session: Path, tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
+    hold_engine_lock(session)  # as its engine would: a record with no live engine is crashed
     socket = f"cockpit-test-{os.getpid()}"
     done = tmp_path / "exit-code"
     env = f"COCKPIT_KEYMAP={tmp_path / 'none.toml'} TERM=xterm-256color"

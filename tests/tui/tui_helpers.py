@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from session_builder import NOW, build_session  # noqa: E402
 
+from cockpit.store import EngineLock, acquire_engine_lock  # noqa: E402
 from cockpit.tui import CockpitApp, LiveSource, ReplaySource  # noqa: E402
 
 
@@ -66,7 +67,29 @@ def session(template: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(template, tmp_path / "fixture"))
 
 
-def live_app(folder: Path, **kw) -> CockpitApp:
+# Engine locks held for the sessions of the running test (released after it).
+_ENGINE_LOCKS: dict[Path, EngineLock] = {}
+
+
+@pytest.fixture(autouse=True)
+def _release_engine_locks() -> Iterator[None]:
+    yield
+    for lock in _ENGINE_LOCKS.values():
+        lock.release()
+    _ENGINE_LOCKS.clear()
+
+
+def hold_engine_lock(folder: Path) -> None:
+    """Hold the session's engine lock as a live engine does, for the rest of the test: the
+    cockpit reads a session recorded `running` whose lock nobody holds as crashed."""
+    if folder not in _ENGINE_LOCKS:
+        _ENGINE_LOCKS[folder] = acquire_engine_lock(folder)
+
+
+def live_app(folder: Path, *, engine: bool = True, **kw) -> CockpitApp:
+    """The cockpit attached to `folder`; `engine`: as if its engine were alive (the lock held)."""
+    if engine:
+        hold_engine_lock(folder)
     kw.setdefault("show_summary", False)
     return CockpitApp(LiveSource(folder), now=lambda: NOW, poll_interval=None, user="tester", **kw)
 

@@ -27,6 +27,7 @@ class HelpScreen(ModalScreen[None]):
                 "ctrl+p: every action by name · remap: [keys] in "
                 '~/.config/kernel-cockpit/keys.toml (binding id = "key")',
                 classes="hint",
+                markup=False,  # `[keys]` is the TOML table's name, not a style
             )
 
     def on_mount(self) -> None:

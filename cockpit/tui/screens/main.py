@@ -11,11 +11,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.notifications import Notification, Notify
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
+from cockpit.store.states import ENDED_STATES
 from cockpit.tui.commands import PaletteEntry
 from cockpit.tui.describe import command_target
 from cockpit.tui.filter import NO_FILTER, Filter
@@ -49,14 +51,28 @@ from cockpit.tui.widgets.session_bar import SessionBar, bar_content
 
 STEERING = {"toggle_branch", "toggle_all", "fork", "redirect", "retire", "set_model", "stop_engine"}
 NEEDS_BRANCH = {"toggle_branch", "redirect", "retire"}
-REPLAY = {"play", "step", "step_back", "slower", "faster", "to_start", "to_end", "next_milestone"}
+REPLAY = {
+    "play",
+    "step",
+    "step_back",
+    "slower",
+    "faster",
+    "to_start",
+    "to_end",
+    "next_milestone",
+    "quit_replay",
+}
 REPLAY_TICK_S = 0.1
 
 
 class MainScreen(Screen[None]):
     CSS_PATH = "main.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (160, "-wide")]
+    # Help and quitting first: a narrow footer cuts its end, and these two must stay in sight.
     BINDINGS = [
+        Binding("question_mark", "help", "Help", id="cockpit.help", key_display="?"),
+        Binding("q", "detach", "Detach", id="cockpit.detach"),
+        Binding("q", "quit_replay", "Quit", id="replay.quit"),
         Binding("space", "toggle_branch", "Pause/resume", id="cockpit.toggle_branch"),
         Binding("P", "toggle_all", "Pause all", id="cockpit.toggle_all", key_display="P"),
         Binding("f", "fork", "Fork", id="cockpit.fork"),
@@ -68,8 +84,6 @@ class MainScreen(Screen[None]):
         Binding("slash", "filter", "Filter", id="cockpit.filter", key_display="/"),
         Binding("escape", "clear_filter", "Clear filter", id="cockpit.clear_filter"),
         Binding("tab", "app.focus_next", "Next panel", id="cockpit.next_panel", show=False),
-        Binding("question_mark", "help", "Help", id="cockpit.help", key_display="?"),
-        Binding("q", "detach", "Detach", id="cockpit.detach"),
         Binding("ctrl+r", "refresh", "Refresh now", id="cockpit.refresh", show=False),
         Binding("space", "play", "Play/pause", id="replay.play"),
         Binding(
@@ -111,6 +125,9 @@ class MainScreen(Screen[None]):
         self.loaded = False
         self._polling = False
         self._mine: set[int] = set()
+        # the "waiting for the engine" toast of each command sent from here, until its answer
+        self._waiting: dict[int, Notification] = {}
+        self._said_crash = False
         self._detail_open: str | None = None
         self._tick_t = time.monotonic()
         self.filter = NO_FILTER
@@ -169,22 +186,34 @@ class MainScreen(Screen[None]):
         before = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
         acked = self.model.apply(snap)
         live = self.model.engine_active and self.source.player is None
-        self.query_one(BeamPanel).show(snap.branches, snap.candidates, self.model.spend, live)
+        self.query_one(BeamPanel).show(
+            snap.branches, snap.candidates, self.model.spend, live, self.model.meta.get("state")
+        )
         self.query_one(GpuPanel).show(snap.telemetry)
         log = self.query_one(EventLog)
         if snap.reset:
             log.reset(snap.events)
+            self._said_crash = False
         else:
             log.add(snap.events)
+        # an engine that died without a word left no event: the log says it once
+        unrecorded_crash = "recorded_state" in self.model.meta
+        if unrecorded_crash and not self._said_crash:
+            log.say(f"✗ {self.model.ended}", "$error")
+        self._said_crash = unrecorded_crash
         self._draw_history()
         self._draw_bar()
         for c in acked:
             ok = c.state == "acked"
             what = command_target(c.kind, c.args)
+            waiting = self._waiting.pop(c.id, None)
+            if waiting is not None and waiting in self.app._notifications:
+                self.app._unnotify(waiting)  # the answer replaces "waiting for the engine"
             self.notify(
                 f"{'✓' if ok else '✗'} {what}: {c.ack_message or c.state}",
                 title="engine acknowledged" if ok else "engine refused",
                 severity="information" if ok else "error",
+                markup=False,  # the engine's words: `[` in them is text, not a style
             )
         if self.source.can_command and not snap.reset:
             self._announce(snap)
@@ -206,7 +235,7 @@ class MainScreen(Screen[None]):
         settings: NotifySettings = getattr(self.app, "notify_settings", NotifySettings())
         for n in found:
             more = f" (+{n.count - 1} more)" if n.count > 1 else ""
-            self.notify(n.message + more, severity=n.severity)  # type: ignore[arg-type]
+            self.notify(n.message + more, severity=n.severity, markup=False)  # type: ignore[arg-type]
             if settings.command and n.kind in settings.on:
                 self._run_notify(settings.command, n, settings.timeout_s)
         if any(n.bell for n in found):
@@ -303,6 +332,8 @@ class MainScreen(Screen[None]):
                 return None
         if action in REPLAY:
             return self.source.player is not None
+        if action == "detach":  # replay has no engine to leave running: its `q` quits
+            return self.source.player is None
         if action in ("details", "diff"):
             if self._editing_filter():  # enter in the filter box keeps the filter
                 return False
@@ -363,8 +394,23 @@ class MainScreen(Screen[None]):
 
     # --- steering --------------------------------------------------------------------------
 
-    @work(thread=True, group="commands", exit_on_error=False)
     def _send(self, kind: str, args: dict[str, Any]) -> None:
+        """Post a command, unless the session has ended: no engine would read it (`cockpit
+        send --queue` keeps one for the next resume, deliberately)."""
+        state = self.model.meta.get("state")
+        if state in ENDED_STATES:
+            self.notify(
+                f"session {state}: no engine reads commands; `cockpit resume "
+                f"{self.source.name}` continues it",
+                title=f"{command_target(kind, args)} not sent",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._post(kind, args)
+
+    @work(thread=True, group="commands", exit_on_error=False)
+    def _post(self, kind: str, args: dict[str, Any]) -> None:
         cid = self.source.post_command(kind, args, self.command_source)
         self.post_message(CommandPosted(cid, kind, args))
 
@@ -372,7 +418,13 @@ class MainScreen(Screen[None]):
     def _posted(self, message: CommandPosted) -> None:
         self._mine.add(message.command_id)
         what = command_target(message.kind, message.args)
-        self.notify(f"sent {what} (#{message.command_id}); waiting for the engine")
+        toast = Notification(
+            f"sent {what} (#{message.command_id}); waiting for the engine",
+            timeout=self.app.NOTIFICATION_TIMEOUT,
+            markup=False,
+        )
+        self._waiting[message.command_id] = toast
+        self.app.post_message(Notify(toast))
         self.query_one(EventLog).say(f"→ sent {what} (#{message.command_id})")
         self.action_refresh()
 
@@ -538,6 +590,9 @@ class MainScreen(Screen[None]):
 
     def action_detach(self) -> None:
         self.remember_last_looked()
+        self.app.exit()
+
+    def action_quit_replay(self) -> None:
         self.app.exit()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -6,8 +6,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cockpit.store import SessionRecord
+from cockpit.store import SessionRecord, engine_pid
 from cockpit.store.models import Branch, Candidate, Command, Event, TelemetrySample
+from cockpit.store.states import effective_meta
 from cockpit.tui.sources.base import (
     LOG_TAIL,
     MILESTONE_KINDS,
@@ -39,12 +40,20 @@ class LiveSource:
         self._telemetry: tuple[TelemetrySample, ...] = ()
         self._commands: tuple[Command, ...] = ()
         self._meta: dict[str, Any] = {}
+        self._alive = False  # whether an engine held the session's lock at the last read
         self._spend = Spend()
 
+    def _engine_alive(self) -> bool:
+        """Probed before the record is read: an engine records its final state before it lets
+        the lock go, so a record read after a free lock already says how the engine ended."""
+        return engine_pid(self.folder) is not None
+
     def load(self) -> Snapshot:
+        with self._lock:
+            self._alive = self._engine_alive()
         with self._lock, self.record.snapshot():
             last = self.record.last_event_id()
-            self._meta = self.record.meta()
+            self._meta = effective_meta(self.record.meta(), self._alive)
             self._branches = tuple(self.record.branches())
             self._candidates = tuple(self.record.candidates())
             self._telemetry = telemetry_before(self.record, None, self.telemetry_window)
@@ -68,17 +77,24 @@ class LiveSource:
             )
 
     def poll(self) -> Snapshot | None:
-        """Only what changed since the last call; None when nothing did."""
+        """Only what changed since the last call; None when nothing did. An engine that died
+        without a word changes nothing in the record: its lock going is the change."""
+        with self._lock:
+            alive = self._engine_alive()
         with self._lock, self.record.snapshot():
             last = self.record.last_event_id()
             (tel_t,) = self.record.execute("SELECT max(t) FROM telemetry")[0]
             commands = tuple(self.record.commands())
-            if last == self._last_id and tel_t == self._last_tel and commands == self._commands:
+            same = last == self._last_id and tel_t == self._last_tel and alive == self._alive
+            if same and commands == self._commands:
                 return None
             events: tuple[Event, ...] = ()
+            if alive != self._alive:
+                self._alive = alive
+                self._meta = effective_meta(self.record.meta(), alive)
             if last != self._last_id:
                 events = tuple(self.record.events(after_id=self._last_id))
-                self._meta = self.record.meta()
+                self._meta = effective_meta(self.record.meta(), alive)
                 self._branches = tuple(self.record.branches())
                 self._candidates = tuple(self.record.candidates())
                 self._spend = self._spend.fold(events)

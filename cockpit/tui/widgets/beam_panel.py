@@ -7,7 +7,7 @@ the panel: family and model disappear first, then the words of the state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,6 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from cockpit.store.models import Branch, Candidate
+from cockpit.store.states import branch_state
 from cockpit.tui.describe import STATE_GLYPH, STATE_STYLE, branch_style, verdict_style
 from cockpit.tui.filter import NO_FILTER, Filter
 from cockpit.tui.format import clip, fmt_speedup, fmt_us
@@ -98,19 +99,50 @@ def activity(b: Branch, spend: BranchSpend, live: bool) -> tuple[str, str]:
     return "", ""
 
 
+def reference_candidate(candidates: tuple[Candidate, ...]) -> Candidate | None:
+    """The session's own baseline: the fastest passing candidate of the `baseline` family (the
+    task's torch seed), timed comparably. None when there is none."""
+    ok = [
+        c
+        for c in candidates
+        if c.family == "baseline"
+        and c.status == "ok"
+        and c.score_us
+        and c.summary.get("comparable") is not False
+    ]
+    return min(ok, key=lambda c: c.score_us or 0.0) if ok else None
+
+
+def times_ref(c: Candidate | None, ref: Candidate | None) -> str:
+    """The ×ref cell: the harness's speedup over the stored reference where `cockpit baseline`
+    measured one, else the speedup over the session's baseline candidate. Empty for a time that
+    is not comparable with the baseline's (the Triton interpreter on a CPU)."""
+    if c is None:
+        return ""
+    stored = fmt_speedup(c.summary.get("speedups"))
+    if stored or ref is None or c.status != "ok" or not c.score_us or not ref.score_us:
+        return stored
+    if c.summary.get("comparable") is False:
+        return ""
+    return fmt_speedup({"reference": ref.score_us / c.score_us})
+
+
 def branch_row(
     b: Branch,
     colour: int,
     best: Candidate | None,
     cols: Columns,
     act: tuple[str, str] = ("", ""),
+    session: str | None = None,
+    ref: Candidate | None = None,
 ) -> Content:
-    state = b.state or "?"
+    """`session`: the session's state; once it has ended, no branch reads running."""
+    state = branch_state(b.state, session)
     plateaus = b.info.get("plateaus", 0)
     label = STATE_GLYPH.get(state, "?") + ("" if cols.state < 6 else f" {state}")
     if plateaus and cols.state >= 6:
         label += f" ≈{plateaus}"
-    muted = state == "retired"
+    muted = state != b.state or state == "retired"
     return _cells(
         cols,
         [
@@ -120,12 +152,14 @@ def branch_row(
             (b.model or "default", cols.model, "$text-muted", False),
             (act[0], cols.verdict, act[1], False),
             (fmt_us(b.best_us), cols.score, "bold $success" if b.best_us else "$text-muted", True),
-            (fmt_speedup(best.summary.get("speedups")) if best else "", cols.speedup, "", True),
+            (times_ref(best, ref), cols.speedup, "", True),
         ],
     )
 
 
-def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
+def candidate_row(
+    c: Candidate, is_best: bool, cols: Columns, ref: Candidate | None = None
+) -> Content:
     status = c.status or "?"
     verdict = "eval…" if status == "evaluating" else "ok·scr" if c.screened else status
     return _cells(
@@ -137,7 +171,7 @@ def candidate_row(c: Candidate, is_best: bool, cols: Columns) -> Content:
             (c.model or "", cols.model, "$text-muted", False),
             (verdict, cols.verdict, verdict_style(status), False),
             (fmt_us(c.score_us), cols.score, "", True),
-            (fmt_speedup(c.summary.get("speedups")), cols.speedup, "", True),
+            (times_ref(c, ref), cols.speedup, "", True),
         ],
     )
 
@@ -149,6 +183,7 @@ def beam_options(
     flt: Filter = NO_FILTER,
     spend: Spend | None = None,
     live: bool = True,
+    session: str | None = None,
 ) -> list[Option]:
     """Branches in beam order, each followed by its newest candidates (and its best, always).
 
@@ -159,12 +194,14 @@ def beam_options(
     for c in candidates:
         by_branch.setdefault(c.branch, []).append(c)
     options = []
+    ref = reference_candidate(candidates)
     for colour, b in enumerate(branches):
         best = index.get(b.best_candidate or "")
         own = by_branch.get(b.id, [])
         if flt.active:
-            own = [c for c in own if flt.candidate(c, b)]
-            if not own and not flt.branch(b):
+            seen = as_shown(b, session)  # `state:` matches what the row says
+            own = [c for c in own if flt.candidate(c, seen)]
+            if not own and not flt.branch(seen):
                 continue
             shown = list(reversed(own[-MATCHES_PER_BRANCH:]))
         else:
@@ -172,9 +209,11 @@ def beam_options(
             if best is not None and best.branch == b.id and best not in shown:
                 shown.append(best)
         act = activity(b, (spend or Spend()).of(b.id), live)
-        options.append(Option(branch_row(b, colour, best, cols, act), id=f"b:{b.id}"))
+        row = branch_row(b, colour, best, cols, act, session, ref)
+        options.append(Option(row, id=f"b:{b.id}"))
         for c in shown:
-            options.append(Option(candidate_row(c, c.id == b.best_candidate, cols), id=f"c:{c.id}"))
+            row = candidate_row(c, c.id == b.best_candidate, cols, ref)
+            options.append(Option(row, id=f"c:{c.id}"))
         hidden = len(own) - len([c for c in shown if c.branch == b.id])
         if hidden > 0:
             more = Content.styled(
@@ -184,10 +223,19 @@ def beam_options(
     return options
 
 
+def as_shown(b: Branch, session: str | None) -> Branch:
+    """The branch with the state its row shows (none runs in a session that has ended)."""
+    state = branch_state(b.state, session)
+    return b if state == b.state else replace(b, state=state)
+
+
 def count_matches(
-    branches: tuple[Branch, ...], candidates: tuple[Candidate, ...], flt: Filter
+    branches: tuple[Branch, ...],
+    candidates: tuple[Candidate, ...],
+    flt: Filter,
+    session: str | None = None,
 ) -> int:
-    by_id = {b.id: b for b in branches}
+    by_id = {b.id: as_shown(b, session) for b in branches}
     return sum(1 for c in candidates if flt.candidate(c, by_id.get(c.branch or "")))
 
 
@@ -213,6 +261,7 @@ class BeamPanel(Vertical):
         self._cols: Columns | None = None
         self._spend: Spend | None = None
         self._live = True
+        self._session: str | None = None
         self.filter = NO_FILTER
 
     def compose(self) -> ComposeResult:
@@ -229,16 +278,19 @@ class BeamPanel(Vertical):
         candidates: tuple[Candidate, ...],
         spend: Spend | None = None,
         live: bool = True,
+        session: str | None = None,
     ) -> None:
-        """`live`: an engine is at work, so a request without an outcome is in flight."""
+        """`live`: an engine is at work, so a request without an outcome is in flight.
+        `session`: the session's state (a branch of a session that has ended does not run)."""
         same = branches is self._branches and candidates is self._candidates
-        if same and spend is self._spend and live == self._live:
+        if same and spend is self._spend and live == self._live and session == self._session:
             return
-        self._branches, self._candidates, self._spend, self._live = (
+        self._branches, self._candidates, self._spend, self._live, self._session = (
             branches,
             candidates,
             spend,
             live,
+            session,
         )
         self._rebuild()
 
@@ -265,11 +317,17 @@ class BeamPanel(Vertical):
         ol.clear_options()
         ol.add_options(
             beam_options(
-                self._branches, self._candidates, cols, self.filter, self._spend, self._live
+                self._branches,
+                self._candidates,
+                cols,
+                self.filter,
+                self._spend,
+                self._live,
+                self._session,
             )
         )
         if self.filter.active:
-            n = count_matches(self._branches, self._candidates, self.filter)
+            n = count_matches(self._branches, self._candidates, self.filter, self._session)
             self.border_title = f"beam ⧩ {self.filter.text} ({n}/{len(self._candidates)})"
         else:
             self.border_title = "beam"

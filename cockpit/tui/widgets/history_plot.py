@@ -18,6 +18,10 @@ from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us
 from cockpit.tui.plot import LogScale, StepSeries, marker_row, plot_steps
 
 LABEL_WIDTH = 8
+# What the marker row's glyphs mean, in the panel's bottom border while any is shown (the short
+# one where the long one does not fit).
+MARK_LEGEND = "▲ command took effect · ◆ family switch or fork"
+MARK_LEGEND_SHORT = "▲ cmd ◆ fork/switch"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,16 @@ class HistoryPlot(Widget, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "best so far (log)"
+
+    def watch_data(self, data: HistoryData | None) -> None:
+        self._mark_legend()
+
+    def on_resize(self) -> None:
+        self._mark_legend()
+
+    def _mark_legend(self) -> None:
+        legend = MARK_LEGEND if self.size.width >= len(MARK_LEGEND) + 4 else MARK_LEGEND_SHORT
+        self.border_subtitle = legend if self.data is not None and self.data.marks else ""
 
     def render(self) -> Content:
         width, height = self.size.width, self.size.height

@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us
+from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us, fmt_when
 from cockpit.tui.model import SessionModel
 from cockpit.tui.spend import fmt_tokens, fmt_usd
 
@@ -30,6 +30,9 @@ def bar_content(
         " · ",
         (state, STATE_STYLE.get(state, "$error" if state == "crashed" else "$text-muted")),
     ]
+    ended = model.ended
+    if ended:
+        parts += [": ", (ended, "$warning")]
     if replay is not None:
         playing, speed, done, total = replay
         parts += [
@@ -56,7 +59,11 @@ def bar_content(
     pending = model.pending
     if pending:
         parts += [" · ", (f"⧗ {len(pending)} pending", "$warning")]
-    if replay is None and model.last_t is not None:
+    recorded_end = meta.get("recorded_state", state) == state  # not a crash seen by a viewer
+    if replay is None and ended and recorded_end and meta.get("state_t") is not None:
+        # an ended session's last event only grows older: say when it ended instead
+        parts += [" · ", (f"ended {fmt_when(meta['state_t'], now)}", "$text-muted")]
+    elif replay is None and model.last_t is not None:
         parts += [" · ", (f"last event {fmt_ago(now - model.last_t)} ago", "$text-muted")]
     parts += [" · ", f"{meta.get('task') or '?'} on {meta.get('device') or '?'}"]
     return Content.assemble(*parts)
