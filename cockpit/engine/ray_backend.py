@@ -100,9 +100,8 @@ def connect(address: str | None) -> Any:
     try:
         ray.init(address=address or None, **kwargs)
     except Exception as exc:  # noqa: BLE001 - unreachable, refused, version mismatch
-        first = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
         where = address or os.environ.get("RAY_ADDRESS") or "a local Ray instance"
-        raise BackendUnavailable(f"cannot connect to Ray at {where}: {first[0]}") from None
+        raise BackendUnavailable(f"cannot connect to Ray at {where}: {_first_line(exc)}") from None
     finally:
         for sig, handler in handlers.items():
             if handler is not None:
@@ -277,15 +276,19 @@ class RayPool:
             pending = {a.where.remote(): a for a in actors}
             ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=start_timeout_s)
             self._slots: list[_Slot] = []
+            why = f"none was placed within {start_timeout_s:g} s"
             for ref in pending:
                 if ref in ready:
-                    with contextlib.suppress(ray.exceptions.RayError):
+                    try:
                         self._slots.append(_Slot(pending[ref], ray.get(ref)))
                         continue
+                    except ray.exceptions.RayError as exc:  # e.g. cockpit not importable there
+                        why = _first_line(exc)
                 ray.kill(pending[ref], no_restart=True)  # never placed, or died starting
             if not self._slots:
                 raise BackendUnavailable(
-                    f"no evaluation actor started on the Ray cluster within {start_timeout_s:g} s"
+                    f"no evaluation actor started on the Ray cluster ({why}); is kernel-cockpit "
+                    "installed on its nodes?"
                 )
         except BaseException:
             ray.shutdown()
@@ -409,9 +412,9 @@ class RayPool:
             result = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:  # the evaluation itself raised: not retried
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-            text = str(cause).strip().splitlines()[:1] or [""]
             result = _crash(
-                f"harness error on {_node_name(slot.where)}: {type(cause).__name__}: {text[0]}"
+                f"harness error on {_node_name(slot.where)}: {type(cause).__name__}: "
+                + _first_line(cause)
             )
         except ray.exceptions.RayError as exc:  # the actor, its node or its process was lost
             with self._lock:
@@ -456,6 +459,11 @@ class RayPool:
             live,
             key=lambda i: (self._slots[i].where.get("node_id") == lost_node, self._slots[i].load),
         )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _node_name(where: dict[str, Any]) -> str:

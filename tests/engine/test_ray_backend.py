@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -94,8 +95,8 @@ class LocalCluster:
     def address(self) -> str:
         return self.cluster.address
 
-    def add(self) -> object:
-        node = self.cluster.add_node(num_cpus=1, temp_dir=self.temp)
+    def add(self, num_cpus: int = 1, **resources) -> object:
+        node = self.cluster.add_node(num_cpus=num_cpus, temp_dir=self.temp, **resources)
         self.cluster.wait_for_nodes()
         return node
 
@@ -259,3 +260,52 @@ def test_an_evaluation_lost_on_two_nodes_is_a_crash_that_says_so(cluster: LocalC
         "after one retry"
     ), reason
     assert pool.size == 0 and pool.free_slot() is None
+
+
+def test_each_gpu_of_the_cluster_is_one_slot_with_its_own_device(cluster: LocalCluster) -> None:
+    """GPUs declared to Ray (this machine has none): one actor per GPU, each with its own
+    `CUDA_VISIBLE_DEVICES`, so no two evaluations share a GPU; the verdict says which ran it."""
+    from cockpit.engine.ray_backend import RayPool
+
+    gpus = cluster.add(num_cpus=2, num_gpus=2)
+    pool = RayPool("cuda", warm=False, address=cluster.address)
+    try:
+        assert pool.size == 2
+        assert {s["node_id"] for s in pool.nodes()} == {gpus.node_id}
+        assert sorted(s["gpu"] for s in pool.nodes()) == ["0", "1"]
+        assert sorted(pool.devices) == [f"{gpus.node_ip_address}:{g}" for g in ("0", "1")]
+        source = (TOYTASK / "seeds" / "vectorized.py").read_text()
+        fut = pool.submit(1, str(TOYTASK), "c0001.py", source, "quick")
+        assert pool.free_slot() == 0  # slot 1 is busy until its verdict is back
+        result = fut.result(timeout=120)
+        assert pool.free_slot() == 0
+    finally:
+        pool.shutdown()
+    # judged for the node's GPU 1, which does not exist here: the candidate's process says so
+    assert result["node"]["gpu"] == pool.nodes()[1]["gpu"]
+    assert (result["status"], result["device"]) == ("crash", "cuda"), result
+    assert "CUDA" in result["reasons"][0]["message"], result
+
+
+def test_the_task_folder_travels_as_files_and_lands_in_one_folder_per_content(
+    tmp_path: Path,
+) -> None:
+    from cockpit.engine.ray_backend import cluster_slots, materialize, task_files
+
+    files = task_files(TOYTASK)
+    assert {"task.toml", "reference.py", "seeds/vectorized.py"} <= set(files)
+    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
+    one = materialize("toytask", files, base=tmp_path)
+    assert one.name == "toytask"
+    assert (one / "task.toml").read_bytes() == (TOYTASK / "task.toml").read_bytes()
+    assert materialize("toytask", files, base=tmp_path) == one  # the same content, same folder
+    edited = dict(files, **{"task.toml": files["task.toml"] + b"\n# edited\n"})
+    other = materialize("toytask", edited, base=tmp_path)
+    assert other != one and (other / "task.toml").read_bytes().endswith(b"# edited\n")
+    with pytest.raises(ValueError, match="outside its folder"):
+        materialize("toytask", {"../escape.py": b""}, base=tmp_path)
+    assert not (tmp_path / "escape.py").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".part-")]
+    assert cluster_slots({"GPU": 8.0, "CPU": 64.0}, "cuda", 1) == 8
+    assert cluster_slots({"CPU": 5.0}, "cpu", 2) == 2
+    assert cluster_slots({"CPU": 4.0}, "cuda", 1) == 0
