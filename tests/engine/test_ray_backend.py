@@ -313,3 +313,22 @@ def test_the_task_folder_travels_as_files_and_lands_in_one_folder_per_content(
     assert cluster_slots({"GPU": 8.0, "CPU": 64.0}, "cuda", 1) == 8
     assert cluster_slots({"CPU": 5.0}, "cpu", 2) == 2
     assert cluster_slots({"CPU": 4.0}, "cuda", 1) == 0
+
+
+def test_the_cockpit_log_names_the_node_of_a_verdict_from_ray() -> None:
+    from cockpit.store.models import Event
+    from cockpit.tui.describe import describe
+
+    def line(payload: dict) -> str:
+        e = Event(1, 0.0, ev.EVALUATION_FINISHED, "b1", "c0004", payload)
+        return describe(e)[0]
+
+    ok = {"status": "ok", "score_us": 3.0}
+    assert line(ok) == "c0004 b1 ok 3.00µs"
+    assert (
+        line(dict(ok, node={"host": "gpu-7", "gpu": "2"})) == "c0004 b1 ok 3.00µs on gpu-7 GPU 2"
+    )
+    crash = {"status": "crash", "reasons": [{"kind": "crash", "message": "lost"}]}
+    assert (
+        line(dict(crash, node={"host": "cpu-1", "gpu": None})) == "✗ c0004 b1 crash on cpu-1: lost"
+    )
