@@ -7,6 +7,7 @@ record in cockpit/store. Errors a user can fix are one line and exit 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -236,8 +237,9 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     except Interrupted as exc:
         print(f"\ninterrupted by {exc.signame}; resume with: cockpit resume {folder.name}")
         return 128 + int(getattr(signal, exc.signame))
-    except BackendUnavailable as exc:  # raised before the run started: nothing to record
-        engine.close()
+    except BackendUnavailable as exc:  # no cluster to start on, or none left to go on with
+        with contextlib.suppress(Exception):  # already closed when the run had started
+            engine.close()
         raise UsageError(str(exc)) from None
     finally:
         restore()
@@ -342,6 +344,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         device = _ray_device(args)
     else:
         _check_backend("local", getattr(args, "ray_address", None))
+        if getattr(args, "ray_cpus", None):
+            raise UsageError("--ray-cpus goes with --backend ray")
         device = _device(args.device)
     cfg = _config(args, task.root, device)
     try:

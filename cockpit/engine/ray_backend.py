@@ -319,10 +319,18 @@ class RayPool:
         return [dict(s.where, alive=s.alive, slot=i) for i, s in enumerate(self._slots)]
 
     def free_slot(self) -> int | None:
+        """A live slot with nothing to do; None while all are busy. With every slot lost (the
+        cluster's nodes are gone) the run cannot go on here: BackendUnavailable, and the engine
+        ends the session `crashed`, resumable on the local backend or once the cluster is back."""
         with self._lock:
             for i, s in enumerate(self._slots):
                 if s.alive and s.load == 0:
                     return i
+            if not any(s.alive for s in self._slots):
+                raise BackendUnavailable(
+                    "every Ray node of this run was lost: resume it when the cluster is back, "
+                    "or with --backend local"
+                )
         return None
 
     def submit(

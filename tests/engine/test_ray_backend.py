@@ -59,11 +59,12 @@ def test_a_ray_address_nobody_answers_is_a_usage_error(cockpit: Cockpit) -> None
         proc.stderr
     )
     assert len(proc.stderr.strip().splitlines()) == 1
-    proc = cockpit("run", str(TOYTASK), "--ray-address", "127.0.0.1:1", *RUN_OPTS)
-    assert (proc.returncode, proc.stderr.strip()) == (
-        2,
-        "cockpit: error: --ray-address goes with --backend ray",
-    )
+    for flag, value in (("--ray-address", "127.0.0.1:1"), ("--ray-cpus", "2")):
+        proc = cockpit("run", str(TOYTASK), flag, value, *RUN_OPTS)
+        assert (proc.returncode, proc.stderr.strip()) == (
+            2,
+            f"cockpit: error: {flag} goes with --backend ray",
+        )
 
 
 # --- a local cluster ------------------------------------------------------------------------------
@@ -144,17 +145,19 @@ class LocalCluster:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     pytest.importorskip("ray")
-    old = os.environ.get("PYTHONPATH")
+    old = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED")}
     # the nodes' workers import this checkout's cockpit, as the engine does
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), old] if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), old["PYTHONPATH"]] if p)
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     c = LocalCluster()
     try:
         yield c
     finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         left = c.shutdown()
         assert not left, f"cluster processes left behind: {[p.pid for p in left]}"
 
@@ -236,7 +239,7 @@ def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
 
 
 def test_an_evaluation_lost_on_two_nodes_is_a_crash_that_says_so(cluster: LocalCluster) -> None:
-    from cockpit.engine.ray_backend import RayPool
+    from cockpit.engine.ray_backend import BackendUnavailable, RayPool
 
     survivor = next(n for n in cluster.nodes if n in cluster.cluster.worker_nodes)
     extra = cluster.add()
@@ -263,7 +266,9 @@ def test_an_evaluation_lost_on_two_nodes_is_a_crash_that_says_so(cluster: LocalC
         f"(ActorDiedError) and again on node {survivor.node_id[:8]} ({host}) (ActorDiedError), "
         "after one retry"
     ), reason
-    assert pool.size == 0 and pool.free_slot() is None
+    assert pool.size == 0
+    with pytest.raises(BackendUnavailable, match="every Ray node of this run was lost"):
+        pool.free_slot()
 
 
 def test_each_gpu_of_the_cluster_is_one_slot_with_its_own_device(cluster: LocalCluster) -> None:
@@ -325,9 +330,7 @@ def test_the_cockpit_log_names_the_node_of_a_verdict_from_ray() -> None:
 
     ok = {"status": "ok", "score_us": 3.0}
     assert line(ok) == "c0004 b1 ok 3.00µs"
-    assert (
-        line(dict(ok, node={"host": "gpu-7", "gpu": "2"})) == "c0004 b1 ok 3.00µs on gpu-7 GPU 2"
-    )
+    assert line(dict(ok, node={"host": "gpu-7", "gpu": "2"})) == "c0004 b1 ok 3.00µs on gpu-7 GPU 2"
     crash = {"status": "crash", "reasons": [{"kind": "crash", "message": "lost"}]}
     assert (
         line(dict(crash, node={"host": "cpu-1", "gpu": None})) == "✗ c0004 b1 crash on cpu-1: lost"
