@@ -1,5 +1,6 @@
-"""`cockpit run --backend ray`: evaluations on a real local Ray cluster (a head and two more node
-processes on this machine, one CPU slot each), started here and stopped afterwards.
+"""`cockpit run --backend ray`: evaluations on a real local Ray cluster on this machine (a head
+with no CPU slot, and worker node processes of one CPU slot each that every test adds and
+removes), started here and stopped afterwards, leaving no process behind.
 
 They show: a run's evaluations land on both nodes; a node killed mid-evaluation loses nothing
 (the evaluation is retried on the other node and the run finishes); the same session resumes on
@@ -90,7 +91,6 @@ class LocalCluster:
                 },
             },
         )
-        self.nodes = [self.add() for _ in range(2)]
 
     @property
     def address(self) -> str:
@@ -128,6 +128,11 @@ class LocalCluster:
         self.remember()
         self.cluster.remove_node(node, allow_graceful=False)
 
+    def clear(self) -> None:
+        """Remove every worker node left: the next test starts from the head alone."""
+        for node in list(self.cluster.worker_nodes):
+            self.kill(node)
+
     def shutdown(self) -> list[psutil.Process]:
         """Stop every node; returns the processes of the cluster still alive 15 s later (killed)."""
         self.remember()
@@ -162,15 +167,26 @@ def cluster() -> Iterator[LocalCluster]:
         assert not left, f"cluster processes left behind: {[p.pid for p in left]}"
 
 
+@pytest.fixture
+def nodes(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """The cluster, its worker nodes (added by the test) removed afterwards: tests of this module
+    may run in any order, on any xdist worker."""
+    try:
+        yield cluster
+    finally:
+        cluster.clear()
+
+
 def node_of(e) -> str:
     return (e.payload.get("node") or {}).get("node_id")
 
 
 def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
-    cluster: LocalCluster, cockpit: Cockpit
+    nodes: LocalCluster, cockpit: Cockpit
 ) -> None:
+    cluster = nodes
     budget = 9
-    a, b = cluster.nodes
+    a, b = cluster.add(), cluster.add()
     ids = {n.node_id: name for n, name in ((a, "a"), (b, "b"))}
     cockpit.start(
         "spread",
@@ -238,11 +254,11 @@ def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
     }
 
 
-def test_an_evaluation_lost_on_two_nodes_is_a_crash_that_says_so(cluster: LocalCluster) -> None:
+def test_an_evaluation_lost_on_two_nodes_is_a_crash_that_says_so(nodes: LocalCluster) -> None:
     from cockpit.engine.ray_backend import BackendUnavailable, RayPool
 
-    survivor = next(n for n in cluster.nodes if n in cluster.cluster.worker_nodes)
-    extra = cluster.add()
+    cluster = nodes
+    survivor, extra = cluster.add(), cluster.add()
     pool = RayPool("cpu", warm=False, address=cluster.address)
     try:
         assert pool.size == 2
@@ -271,11 +287,12 @@ def test_an_evaluation_lost_on_two_nodes_is_a_crash_that_says_so(cluster: LocalC
         pool.free_slot()
 
 
-def test_each_gpu_of_the_cluster_is_one_slot_with_its_own_device(cluster: LocalCluster) -> None:
+def test_each_gpu_of_the_cluster_is_one_slot_with_its_own_device(nodes: LocalCluster) -> None:
     """GPUs declared to Ray (this machine has none): one actor per GPU, each with its own
     `CUDA_VISIBLE_DEVICES`, so no two evaluations share a GPU; the verdict says which ran it."""
     from cockpit.engine.ray_backend import RayPool
 
+    cluster = nodes
     gpus = cluster.add(num_cpus=2, num_gpus=2)
     pool = RayPool("cuda", warm=False, address=cluster.address)
     try:
