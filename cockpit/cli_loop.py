@@ -7,7 +7,6 @@ record in cockpit/store. Errors a user can fix are one line and exit 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -237,10 +236,13 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     except Interrupted as exc:
         print(f"\ninterrupted by {exc.signame}; resume with: cockpit resume {folder.name}")
         return 128 + int(getattr(signal, exc.signame))
-    except BackendUnavailable as exc:  # no cluster to start on, or none left to go on with
-        with contextlib.suppress(Exception):  # already closed when the run had started
+    except BackendUnavailable as exc:
+        if engine.pool is None:  # no cluster to start on: nothing ran, nothing recorded
             engine.close()
-        raise UsageError(str(exc)) from None
+            raise UsageError(str(exc)) from None
+        # none left to go on with: the session is recorded `crashed`, resumable
+        print(f"\n{exc}; resume with: cockpit resume {folder.name}", file=sys.stderr)
+        return 1
     finally:
         restore()
     print(f"session {folder.name}: {state}")

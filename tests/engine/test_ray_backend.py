@@ -352,3 +352,37 @@ def test_the_cockpit_log_names_the_node_of_a_verdict_from_ray() -> None:
     assert (
         line(dict(crash, node={"host": "cpu-1", "gpu": None})) == "✗ c0004 b1 crash on cpu-1: lost"
     )
+
+
+def test_a_run_that_loses_every_node_ends_crashed_saying_so(
+    nodes: LocalCluster, cockpit: Cockpit
+) -> None:
+    cluster = nodes
+    only = cluster.add()
+    cockpit.start(
+        "alone",
+        "--backend",
+        "ray",
+        "--ray-address",
+        cluster.address,
+        "--budget",
+        "20",
+        "--beam",
+        "1",
+        "--warm",
+        "off",
+    )
+    folder = cockpit.folder("alone")
+    wait_for(lambda: events(folder, ev.EVALUATION_FINISHED), 120, "a first verdict", 0.2)
+    wait_for(lambda: cluster.arenas(only), 60, "an evaluation in flight", 0.05)
+    cluster.kill(only)
+    st = cockpit.wait_finished("alone", timeout=120)
+    assert st["state"] == "crashed", st
+    (error,) = events(folder, ev.ERROR)
+    assert error.payload["message"] == (
+        "BackendUnavailable: every Ray node of this run was lost: resume it when the cluster is "
+        "back, or with --backend local"
+    )
+    last = events(folder, ev.EVALUATION_FINISHED)[-1].payload
+    assert last["status"] == "crash" and "with no live worker left to retry on" in str(last)
+    assert "every Ray node of this run was lost" in (folder / "engine.log").read_text()
