@@ -93,15 +93,65 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         warm=getattr(args, "warm", "on"),
         max_time_s=parse_duration(args.max_time) if getattr(args, "max_time", None) else 0.0,
         exchange=getattr(args, "exchange", None) or DEFAULT_EXCHANGE,
+        backend=getattr(args, "backend", None) or "local",
+        ray_address=getattr(args, "ray_address", None),
+        ray_cpus=getattr(args, "ray_cpus", None) or 1.0,
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
 
 
-def _start(folder: Path, detach: bool, headless: bool) -> int:
+def _check_backend(backend: str | None, address: str | None) -> None:
+    """`--backend ray` without Ray installed, or with an address nobody listens on: one line."""
+    if backend != "ray":
+        if address:
+            raise UsageError("--ray-address goes with --backend ray")
+        return
+    from cockpit.engine.ray_backend import (
+        INSTALL_HINT,
+        BackendUnavailable,
+        check_reachable,
+        ray_installed,
+    )
+
+    if not ray_installed():
+        raise UsageError(f"--backend ray needs Ray, which is not installed: {INSTALL_HINT}")
+    try:
+        check_reachable(address)
+    except BackendUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _ray_device(args: argparse.Namespace) -> str:
+    """The device of a run on Ray: the cluster's, not this host's. With an address the cluster is
+    asked (no --device: cuda where it has a GPU); without one Ray starts on this machine, whose
+    devices decide as for a local run."""
+    from cockpit.engine.ray_backend import BackendUnavailable, cluster_slots, probe
+
+    _check_backend("ray", args.ray_address)
+    if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
+        raise UsageError(f"--device {args.device}: expected cpu or cuda")
+    if not (args.ray_address or os.environ.get("RAY_ADDRESS")):
+        return _device(args.device)
+    try:
+        resources = probe(args.ray_address)
+    except BackendUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    device = args.device or ("cuda" if resources.get("GPU") else "cpu")
+    if cluster_slots(resources, device, args.ray_cpus or 1.0) < 1:
+        if device != "cpu":
+            raise UsageError("--device cuda: the Ray cluster has no GPU (--device cpu runs there)")
+        raise UsageError(f"--ray-cpus {args.ray_cpus or 1:g}: the Ray cluster has fewer CPUs")
+    return device
+
+
+def _start(
+    folder: Path, detach: bool, headless: bool, overrides: dict[str, Any] | None = None
+) -> int:
     if detach:
         log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
+        flags = [f"--{k.replace('_', '-')}={v}" for k, v in (overrides or {}).items()]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cockpit.cli", "_engine", str(folder)],
+            [sys.executable, "-m", "cockpit.cli", "_engine", str(folder), *flags],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -126,7 +176,7 @@ def _start(folder: Path, detach: bool, headless: bool) -> int:
         print(f"session {folder.name} running in the background (pid {proc.pid})")
         print(f"  watch:  cockpit status {folder.name}    stop: cockpit stop {folder.name}")
         return 0
-    return run_engine(folder, headless=True)
+    return run_engine(folder, headless=True, overrides=overrides)
 
 
 def _interrupt_on_signals() -> Any:
@@ -153,15 +203,18 @@ def _interrupt_on_signals() -> Any:
     return restore
 
 
-def run_engine(folder: Path, headless: bool = True) -> int:
+def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | None = None) -> int:
+    """Run the session's engine with its stored configuration; `overrides` (`resume --backend`,
+    `--ray-address`) replace fields of it for this run only."""
     from cockpit.agents.profiles import load_profile, make_proposer
     from cockpit.engine.config import EngineConfig
     from cockpit.engine.engine import Engine, Interrupted
+    from cockpit.engine.ray_backend import BackendUnavailable
     from cockpit.store import SessionLocked, SessionRecord
 
     with SessionRecord.open_readonly(folder) as rec:
         meta = rec.meta()
-    cfg = EngineConfig.from_dict(meta.get("config") or {})
+    cfg = EngineConfig.from_dict({**(meta.get("config") or {}), **(overrides or {})})
     proposer = make_proposer(
         load_profile(cfg.agent),
         model=cfg.model,
@@ -183,6 +236,13 @@ def run_engine(folder: Path, headless: bool = True) -> int:
     except Interrupted as exc:
         print(f"\ninterrupted by {exc.signame}; resume with: cockpit resume {folder.name}")
         return 128 + int(getattr(signal, exc.signame))
+    except BackendUnavailable as exc:
+        if engine.pool is None:  # no cluster to start on: nothing ran, nothing recorded
+            engine.close()
+            raise UsageError(str(exc)) from None
+        # none left to go on with: the session is recorded `crashed`, resumable
+        print(f"\n{exc}; resume with: cockpit resume {folder.name}", file=sys.stderr)
+        return 1
     finally:
         restore()
     print(f"session {folder.name}: {state}")
@@ -291,7 +351,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cockpit.store import create_session
 
     task = _load_task(args.task)
-    device = _device(args.device)
+    if getattr(args, "backend", "local") == "ray":
+        device = _ray_device(args)
+    else:
+        _check_backend("local", getattr(args, "ray_address", None))
+        if getattr(args, "ray_cpus", None):
+            raise UsageError("--ray-cpus goes with --backend ray")
+        device = _device(args.device)
     cfg = _config(args, task.root, device)
     try:
         folder = create_session(
@@ -346,7 +412,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
             f"session {folder.name} is done ({d['ended']}); to continue it, queue a command "
             f"first, e.g. `cockpit send {folder.name} set-budget N --queue`"
         )
-    return _start(folder, args.detach, headless=True)
+    from cockpit.engine.config import EngineConfig
+    from cockpit.store import SessionRecord
+
+    overrides = {k: v for k in ("backend", "ray_address") if (v := getattr(args, k, None))}
+    with SessionRecord.open_readonly(folder) as rec:
+        cfg = EngineConfig.from_dict({**(rec.meta().get("config") or {}), **overrides})
+    _check_backend(cfg.backend, cfg.ray_address if cfg.backend == "ray" else args.ray_address)
+    return _start(folder, args.detach, headless=True, overrides=overrides)
 
 
 def _pending(folder: Path) -> int:
@@ -357,7 +430,8 @@ def _pending(folder: Path) -> int:
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
-    return run_engine(Path(args.folder), headless=False)
+    overrides = {k: v for k in ("backend", "ray_address") if (v := getattr(args, k, None))}
+    return run_engine(Path(args.folder), headless=False, overrides=overrides)
 
 
 # --- ls / status / stop / send -------------------------------------------------------------------
@@ -663,6 +737,33 @@ class _Intermixed:
             self._mixing = False
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be more than zero")
+    return value
+
+
+def backend_opts(s: argparse.ArgumentParser, default: str | None) -> None:
+    s.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default=default,
+        help="where evaluations run: local (one worker per GPU of this host) or ray (one per "
+        "GPU of a Ray cluster; needs `pip install -e '.[ray]'`)"
+        + ("" if default else "; on resume: for this run, instead of the session's own"),
+    )
+    s.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster's head, host:port or auto (default: $RAY_ADDRESS, else a Ray "
+        "instance started on this machine)",
+    )
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from cockpit.harness import DEFAULT_EXCHANGE, EXCHANGES  # a stdlib-only module
 
@@ -720,6 +821,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="start the next candidate's process (interpreter, torch, CUDA, sandbox) while "
             "the current one is judged (on); a candidate still never shares a process",
         )
+        backend_opts(s, default="local")
+        s.add_argument(
+            "--ray-cpus",
+            type=_positive,
+            metavar="N",
+            help="with --backend ray on a CPU cluster: CPU slots one evaluation holds (default 1)",
+        )
         _sessions_arg(s)
 
     s = sub.add_parser("run", help="start the optimization loop on a task")
@@ -748,11 +856,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("resume", help="continue a stopped or crashed session")
     s.add_argument("session", nargs="?")
     s.add_argument("--detach", action="store_true")
+    backend_opts(s, default=None)
     _sessions_arg(s)
     s.set_defaults(func=cmd_resume)
 
     s = sub.add_parser("_engine")  # no help: internal, what --detach starts
     s.add_argument("folder")
+    backend_opts(s, default=None)
     s.set_defaults(func=cmd_engine)
 
     s = sub.add_parser("ls", help="list sessions")

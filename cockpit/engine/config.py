@@ -33,6 +33,11 @@ class EngineConfig:
     cascade: str = "on"  # on | off
     # start each worker's next arena while the current candidate is judged (judge.Options.warm)
     warm: str = "on"  # on | off
+    # where evaluations run: local = one worker process per visible GPU (or one for the CPU) of
+    # this host; ray = one Ray actor per GPU (or per `ray_cpus` CPU slots) of a Ray cluster
+    backend: str = "local"  # local | ray
+    ray_address: str | None = None  # the cluster's head (host:port, auto); None: $RAY_ADDRESS
+    ray_cpus: float = 1.0  # CPU slots an evaluation holds on a CPU cluster
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

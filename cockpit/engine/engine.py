@@ -1308,6 +1308,17 @@ class Engine:
         return final
 
     def _new_pool(self) -> Any:
+        if self.cfg.backend == "ray":
+            from cockpit.engine.ray_backend import RayPool
+
+            return RayPool(
+                self.cfg.device,
+                self.cfg.exchange,
+                cascade=self.cfg.cascade_enabled,
+                warm=self.cfg.warm_enabled,
+                address=self.cfg.ray_address,
+                cpus=self.cfg.ray_cpus,
+            )
         from cockpit.engine.workers import WorkerPool
 
         return WorkerPool(

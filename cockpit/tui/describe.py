@@ -57,6 +57,15 @@ def _cost(payload: dict) -> str:
     return f" ${cost:.3f}" if isinstance(cost, int | float) and cost > 0 else ""
 
 
+def on_node(p: dict) -> str:
+    """' on HOST[ GPU g]' for a verdict from a Ray node (`--backend ray`), else ''."""
+    node = p.get("node")
+    if not isinstance(node, dict):
+        return ""
+    gpu = f" GPU {node['gpu']}" if node.get("gpu") else ""
+    return f" on {node.get('host') or node.get('ip') or '?'}{gpu}"
+
+
 def describe(e: Event) -> tuple[str, str]:
     """(text, tone) for one event. Unknown kinds are shown by name, never dropped."""
     p, b, c = e.payload, e.branch or "", e.candidate or ""
@@ -69,10 +78,10 @@ def describe(e: Event) -> tuple[str, str]:
         status = p.get("status", "?")
         if status == "ok":
             tier = " (screened, not promoted)" if p.get("tier") == "screened" else ""
-            return f"{c} {b} ok {fmt_us(p.get('score_us'))}{tier}", "info"
+            return f"{c} {b} ok {fmt_us(p.get('score_us'))}{tier}{on_node(p)}", "info"
         if status == "duplicate":
             return f"{c} {b} duplicate", "muted"
-        return f"✗ {c} {b} {status}: {first_reason(p)}", "bad"
+        return f"✗ {c} {b} {status}{on_node(p)}: {first_reason(p)}", "bad"
     if k == ev.CANDIDATE_PROPOSED:
         note = p.get("note")
         return f"{c} {b} proposed{f' ({note})' if note else ''}{_cost(p)}", "muted"
