@@ -302,6 +302,17 @@ class _Evaluation:
             if self.ch:
                 self.res.log_tail = self.ch.log_tail(800)
                 self.ch.close()
+                if self.ch.output_dropped:
+                    self.res.flags.append(
+                        f"output truncated: {self.ch.output_dropped} bytes of the candidate's"
+                        " stdout/stderr not kept (the first and last 64 KiB are)"
+                    )
+                if self.ch.late_bytes and self.res.ok:
+                    self.res.fail(
+                        "integrity",
+                        "bytes arrived on the result channel after the last reply",
+                        stage=self.stage,
+                    )
             for r in {id(self.tx): self.tx, id(self.rx): self.rx}.values():
                 if isinstance(r, wire.Region):
                     r.close()
