@@ -34,6 +34,14 @@ MAX_REPLY = 64 << 20
 OUTPUT_KEEP = 64 << 10  # bytes of the candidate's output kept at each end
 
 
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Whether `fd` has bytes (or its end of file) within `timeout_s`; poll(2), so any fd
+    number works (select(2) stops at 1024)."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(timeout_s * 1000))
+
+
 class Output:
     """The candidate's stdout and stderr, read from a pipe by a daemon thread: the first and the
     last `keep` bytes are kept, the bytes between them only counted (`dropped`). The thread reads
@@ -65,8 +73,7 @@ class Output:
     def _drain(self) -> None:
         try:
             while not self._stop.is_set():
-                ready, _, _ = select.select([self.read_fd], [], [], 0.2)
-                if not ready:
+                if not _readable(self.read_fd, 0.2):
                     continue
                 data = os.read(self.read_fd, 1 << 16)
                 if not data:
@@ -227,7 +234,7 @@ class Channel:
         fd = self.conn.fileno()
         buf = bytearray()
         while len(buf) < n:
-            if select.select([fd], [], [], 0.05)[0]:
+            if _readable(fd, 0.05):
                 try:
                     chunk = os.read(fd, min(n - len(buf), 1 << 20))
                 except OSError:
@@ -249,7 +256,7 @@ class Channel:
                 )
             rc = self.proc.poll()
             if rc is not None:
-                if select.select([fd], [], [], 0)[0]:
+                if _readable(fd, 0):
                     continue
                 if start and not buf:
                     raise ArenaDied(rc, self.log_tail())
