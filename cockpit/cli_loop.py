@@ -466,6 +466,10 @@ def status_dict(folder: Path) -> dict[str, Any]:
     }
 
 
+def _waiting(reason: str | None) -> bool:
+    return bool(reason) and reason.startswith("waiting for provider")
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -484,9 +488,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
     )
     t = Table(title_justify="left")
-    for col in ("branch", "family", "state", "best", "candidate", "plateaus"):
+    # why a branch is paused or retired, or what it waits for ("waiting for provider until …")
+    why = [
+        b["reason"] if b["state"] != "running" or _waiting(b["reason"]) else ""
+        for b in d["branches"]
+    ]
+    cols = ["branch", "family", "state", "best", "candidate", "plateaus"] + (
+        ["reason"] if any(why) else []
+    )
+    for col in cols:
         t.add_column(col)
-    for b in d["branches"]:
+    for b, reason in zip(d["branches"], why):
         t.add_row(
             b["id"],
             b["family"] or "",
@@ -494,6 +506,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             fmt_us(b["best_us"]),
             b["best_candidate"] or "",
             str(b["plateaus"]),
+            *([reason or ""] if len(cols) > 6 else []),
         )
     con.print(t)
     return 0

@@ -130,6 +130,9 @@ def test_a_model_that_repeats_itself_is_paused_and_the_session_stops_resumably(
     (branch,) = st["branches"]
     assert branch["state"] == "paused"
     assert re.match(r"5 unusable replies in a row \(last: ", branch["reason"]), branch["reason"]
+    table = _cockpit(tmp_path, "status", "loop", timeout=60).stdout
+    assert "stopped (every branch is paused or retired" in table
+    assert "5 unusable replies in a row (last:" in table, table
     # bounded: three kernels, then five unusable proposals of at most 2 replies and their retries
     assert first <= 3 * 3 + 5 * 2 * 3, first
     # the record says why, as events (the cockpit and notifications read these)
