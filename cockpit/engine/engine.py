@@ -1025,7 +1025,7 @@ class Engine:
             self._emit(events.NOTE, {"text": f"stopping: {exc.reason}"})
         if exc.exhausted:
             self._plateau(b, exc.reason)
-        if pause is None:  # no usable code in the reply (the plateau logic may have acted)
+        if pause is None and not exc.exhausted:  # no usable code in the reply
             self._unusable(b, exc.reason)
 
     def _accept(
