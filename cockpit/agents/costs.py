@@ -87,9 +87,9 @@ class Ledger:
         with self._lock:
             self.request_cap, self.request_cap_why = cap, why
 
-    def count_request(self) -> None:
+    def count_request(self, n: int = 1) -> None:
         with self._lock:
-            self.requests += 1
+            self.requests += n
 
     def record(
         self,
@@ -160,7 +160,6 @@ class Ledger:
         """Rebuild the sums on resume from the per-call records the proposals carried
         (`Proposal.usage["calls_detail"]`), so caps hold across engine restarts."""
         for r in records:
-            self.count_request()  # the failed attempts of earlier runs left no record
             self.record(
                 str(r.get("branch", "")),
                 str(r.get("model", "")),

@@ -316,12 +316,18 @@ class Engine:
         if self.ledger is None:
             return
         calls: list[dict[str, Any]] = []
+        requests = 0  # every attempt, failed ones too: the request cap holds across restarts
         for e in self.record.events(
             kinds=[events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED, events.PROPOSAL_DISCARDED]
         ):
-            detail = (e.payload.get("usage") or {}).get("calls_detail") or []
-            calls += [c for c in detail if isinstance(c, dict)]
+            usage = e.payload.get("usage") or {}
+            detail = [c for c in usage.get("calls_detail") or [] if isinstance(c, dict)]
+            calls += detail
+            attempts = usage.get("attempts")
+            requests += attempts if isinstance(attempts, int) else len(detail)
         self.ledger.restore(calls)
+        if hasattr(self.ledger, "count_request"):
+            self.ledger.count_request(requests)
         if "budget_usd" in meta or "budget_tokens" in meta:
             caps = self.ledger.caps
             self.ledger.set_caps(
@@ -825,7 +831,7 @@ class Engine:
         names = ", ".join(b.id for b in live)
         return (
             f"every branch is paused or retired ({names}: {self.max_unusable} unusable replies "
-            "in a row); resume with `cockpit run --resume`"
+            f"in a row); to try again: cockpit resume {self.dir.name}"
         )
 
     def _show_waits(self) -> None:
@@ -1019,10 +1025,14 @@ class Engine:
                 self._cancel(other, "the session paused: LLM budget reached")
             self._emit(events.SESSION_STATE, {"state": "paused", "reason": exc.reason})
         elif pause == "stop" and not self.stopping:  # the model request cap
-            self.stopping, self.stop_reason = True, exc.reason
+            self.stopping = True
+            self.stop_reason = (
+                f"{exc.reason}; to go on: cockpit send {self.dir.name} set-budget N, then "
+                f"cockpit resume {self.dir.name}"
+            )
             for other in list(self.branches.values()):
                 self._cancel(other, "the session is stopping: model call cap reached")
-            self._emit(events.NOTE, {"text": f"stopping: {exc.reason}"})
+            self._emit(events.NOTE, {"text": f"stopping: {self.stop_reason}"})
         if exc.exhausted:
             self._plateau(b, exc.reason)
         if pause is None and not exc.exhausted:  # no usable code in the reply

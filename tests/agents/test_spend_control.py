@@ -184,9 +184,17 @@ def test_the_model_call_cap_stops_the_session_at_an_exact_number_of_requests(
     st = _status(tmp_path, "cap")
     assert st["state"] == "stopped", st
     assert re.match(
-        r"model call cap reached: 12 requests \(2 per evaluation of a budget of 6\)",
+        r"model call cap reached: 12 requests \(2 per evaluation of a budget of 6\); to go on: "
+        r"cockpit send cap set-budget N, then cockpit resume cap",
         st["reason"] or "",
     ), st["reason"]
+    # resumable: a larger budget raises the cap with it
+    assert _cockpit(tmp_path, "send", "cap", "set-budget", "8").returncode == 0
+    again = _cockpit(tmp_path, "resume", "cap")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert len(provider.received) == 2 * 8
+    st = _status(tmp_path, "cap")
+    assert st["state"] == "stopped" and "16 requests" in st["reason"], st
 
 
 def test_profile_fields_for_the_caps_are_checked(write_profile):
