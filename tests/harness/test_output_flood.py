@@ -131,8 +131,10 @@ def _channel_candidate(tmp_path: Path, body: str) -> Path:
         ('os.write(FD, frame(b"[1, 2, 3]"))', r"not a JSON object"),
         ('os.write(FD, frame(b"\\xff\\xfe{not json"))', r"unreadable bytes"),
         ("os.write(FD, frame(b'{\"ok\": true}'))", r"out of sequence"),
+        # the candidate closes the channel and keeps the process alive
+        ("os.close(FD)\ntime.sleep(60)", r"closed while the process kept running"),
     ],
-    ids=["over-the-limit", "a-terabyte", "not-an-object", "not-json", "no-seq"],
+    ids=["over-the-limit", "a-terabyte", "not-an-object", "not-json", "no-seq", "closed"],
 )
 def test_a_broken_message_on_the_result_channel_is_an_integrity_verdict(tmp_path, body, pattern):
     result = run_judge("softmax", _channel_candidate(tmp_path, body), static=False)
