@@ -66,7 +66,7 @@ def parse_duration(text: str) -> float:
 
 
 def _config(args: argparse.Namespace, task_root: Path, device: str):
-    from cockpit.agents.profiles import ProfileError, load_profile
+    from cockpit.agents.profiles import LLM_FIELDS, ProfileError, load_profile
     from cockpit.engine.config import EngineConfig
     from cockpit.harness import DEFAULT_EXCHANGE
 
@@ -74,6 +74,14 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         load_profile(args.agent)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
+    # checked before a session folder exists (the proposer would refuse them only at start)
+    for name in ("model", "api_base"):
+        value = getattr(args, name, None)
+        if value:
+            try:
+                LLM_FIELDS[name](value)
+            except ValueError as exc:
+                raise UsageError(f"--{name.replace('_', '-')} {exc}") from None
     if not 1 <= args.beam <= 8:
         raise UsageError(f"--beam {args.beam}: choose 1 to 8 branches (3-5 recommended)")
     if args.budget < 1:
@@ -206,7 +214,7 @@ def _interrupt_on_signals() -> Any:
 def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | None = None) -> int:
     """Run the session's engine with its stored configuration; `overrides` (`resume --backend`,
     `--ray-address`) replace fields of it for this run only."""
-    from cockpit.agents.profiles import load_profile, make_proposer
+    from cockpit.agents.profiles import ProfileError, load_profile, make_proposer
     from cockpit.engine.config import EngineConfig
     from cockpit.engine.engine import Engine, Interrupted
     from cockpit.engine.ray_backend import BackendUnavailable
@@ -215,12 +223,15 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     with SessionRecord.open_readonly(folder) as rec:
         meta = rec.meta()
     cfg = EngineConfig.from_dict({**(meta.get("config") or {}), **(overrides or {})})
-    proposer = make_proposer(
-        load_profile(cfg.agent),
-        model=cfg.model,
-        api_base=cfg.extra.get("api_base"),
-        transcript=folder / "agent.jsonl",
-    )
+    try:
+        proposer = make_proposer(
+            load_profile(cfg.agent),
+            model=cfg.model,
+            api_base=cfg.extra.get("api_base"),
+            transcript=folder / "agent.jsonl",
+        )
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
     printer = HeadlessPrinter(cfg.budget) if headless else None
     try:
         engine = Engine(folder, cfg, proposer, printer=printer)
@@ -385,7 +396,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_attach(argparse.Namespace(session=str(folder), sessions_dir=None))
     if not args.detach:
         print(f"session {folder.name} ({folder})")
-    return _start(folder, args.detach, headless=True)
+    try:
+        rc = _start(folder, args.detach, headless=True)
+    except BaseException:
+        _discard_unstarted(folder)
+        raise
+    if rc:
+        _discard_unstarted(folder)
+    return rc
+
+
+def _discard_unstarted(folder: Path) -> None:
+    """Remove the session folder this `cockpit run` made when no engine ever started in it (the
+    run failed to start): a session left in state `created` holds nothing, and its name would
+    block the same command once the cause is fixed."""
+    import shutil
+
+    from cockpit.store import SessionRecord, events
+
+    try:
+        with SessionRecord.open_readonly(folder) as rec:
+            started = rec.events(kinds=[events.SESSION_STARTED])
+    except Exception:  # noqa: BLE001 - an unreadable record is kept for a person to look at
+        return
+    if not started:
+        shutil.rmtree(folder, ignore_errors=True)
+        print(f"session {folder.name} removed: the run did not start", file=sys.stderr)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

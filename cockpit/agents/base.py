@@ -9,6 +9,7 @@ it is a pure function of what it is told, which keeps it swappable and testable.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,6 +59,9 @@ class ProposalRequest:
     # set by the engine to interrupt the work (pause, retire, stop, redirect while in flight); a
     # proposer checks it between calls, retries and stream chunks and raises ProposalCancelled
     cancel: threading.Event | None = field(default=None, compare=False, repr=False)
+    # called by a proposer before it waits for the provider (a 429 or a 5xx, honouring
+    # Retry-After) with the wall-clock time the wait ends and why; any thread may call it
+    on_wait: Callable[[float, str], None] | None = field(default=None, compare=False, repr=False)
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

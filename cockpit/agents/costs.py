@@ -18,7 +18,9 @@ class BudgetExceeded(Exception):
     def __init__(self, reason: str, scope: str) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.scope = scope  # "session" (the profile's cap) or "branch"
+        # "session" (the profile's cap: pause), "branch", or "stop" (the request cap: the
+        # session stops)
+        self.scope = scope
 
 
 @dataclass
@@ -60,6 +62,11 @@ class Ledger:
     branches: dict[str, Spend] = field(default_factory=dict)
     models: dict[str, Spend] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # model requests sent (every attempt: a 429 or a 500 counts, as does a repair turn), and
+    # the session's cap on them (None: no cap); reaching it stops the session
+    requests: int = 0
+    request_cap: int | None = None
+    request_cap_why: str = ""
 
     @classmethod
     def with_caps(cls, usd: float | None = None, tokens: int | None = None) -> Ledger:
@@ -75,6 +82,14 @@ class Ledger:
     ) -> None:
         with self._lock:
             self.branch_caps[branch] = Caps(usd, tokens)
+
+    def set_request_cap(self, cap: int | None, why: str = "") -> None:
+        with self._lock:
+            self.request_cap, self.request_cap_why = cap, why
+
+    def count_request(self, n: int = 1) -> None:
+        with self._lock:
+            self.requests += n
 
     def record(
         self,
@@ -95,6 +110,12 @@ class Ledger:
     def check(self, branch: str) -> None:
         """Raise BudgetExceeded if a new call for `branch` would start at or past a cap."""
         with self._lock:
+            if self.request_cap is not None and self.requests >= self.request_cap:
+                raise BudgetExceeded(
+                    f"model call cap reached: {self.requests} requests"
+                    + (f" ({self.request_cap_why})" if self.request_cap_why else ""),
+                    "stop",
+                )
             for scope, caps, spend in (
                 ("session", self.caps, self.total),
                 ("branch", self.branch_caps.get(branch), self.branches.get(branch, Spend())),

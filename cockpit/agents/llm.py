@@ -73,6 +73,7 @@ class _Step:
 
     branch: str
     cancel: threading.Event | None = None  # the request's: checked between attempts and chunks
+    on_wait: Callable[[float, str], None] | None = None  # the request's: told of back-offs
     calls: list[dict[str, Any]] = field(default_factory=list)
     attempts: int = 0
     provider_errors: list[str] = field(default_factory=list)
@@ -215,7 +216,7 @@ class LLMProposer:
                 adv.settings().model,
             )
         chain = [model, *[m for m in settings.fallbacks if m != model]]
-        step = _Step(request.branch, cancel=request.cancel)
+        step = _Step(request.branch, cancel=request.cancel, on_wait=request.on_wait)
         try:
             messages = build_messages(request, settings, system)
         except Exception as exc:  # noqa: BLE001 - e.g. a task folder that no longer loads
@@ -372,6 +373,7 @@ class LLMProposer:
             for attempt in range(s.retries + 1):
                 self._check_cancel(step)
                 self.ledger.check(step.branch)
+                self.ledger.count_request()
                 step.attempts += 1
                 try:
                     res = self._call_once(lit, model, messages, s, step, n)
@@ -384,7 +386,10 @@ class LLMProposer:
                     if not _retryable(lit, exc):
                         break  # a bad request or a bad key: retrying the same model won't help
                     if attempt < s.retries:
-                        self._pause(step, _backoff(exc, s.backoff_s, attempt))
+                        delay = _backoff(exc, s.backoff_s, attempt)
+                        if step.on_wait is not None:
+                            step.on_wait(time.time() + delay, last)
+                        self._pause(step, delay)
                     continue
                 finally:
                     quiet_litellm(lit)

@@ -46,6 +46,13 @@ class LLMSettings:
     backoff_s: float = 2.0  # first back-off; doubles per retry
     max_reply_chars: int = 120_000  # a longer reply is refused as "huge"
     advisor: str | None = None  # profile used when the engine escalates with a stronger model
+    # the engine pauses a branch after this many unusable replies in a row (a duplicate, no
+    # code, code that does not parse after the repair turn): a model that repeats itself would
+    # otherwise be called for ever, since such replies cost no evaluation
+    max_unusable: int = 5
+    # a hard cap on model requests (every attempt, retries and repairs included): this many per
+    # evaluation of the session's budget; the session stops when it is reached
+    max_calls_per_eval: int = 4
 
 
 @dataclass
@@ -163,6 +170,8 @@ LLM_FIELDS: dict[str, Callable[[Any], Any]] = {
     "backoff_s": _number(0.0, 600.0),
     "max_reply_chars": _number(100, integer=True),
     "advisor": _text,
+    "max_unusable": _number(1, integer=True),
+    "max_calls_per_eval": _number(1, integer=True),
 }
 
 

@@ -22,6 +22,7 @@ import ast
 import contextlib
 import itertools
 import os
+import queue
 import signal
 import socket
 import sys
@@ -140,6 +141,9 @@ class BranchState:
     escalation: str | None = None  # for the next proposal only: "model" | "family" | "prompt"
     escalations_done: set[str] = field(default_factory=set)
     retry_at: float | None = None  # paused by a provider outage: resume automatically at this time
+    unusable: int = 0  # unusable replies in a row (a duplicate, no code, unparseable code)
+    stalled: bool = False  # paused by the engine for `unusable`; a resume of the session lifts it
+    waiting: bool = False  # the record says it waits for the provider (a back-off is announced)
 
 
 class _NoCandidate:
@@ -147,6 +151,11 @@ class _NoCandidate:
 
 
 _NO = _NoCandidate()
+
+
+# a wait for the provider at least this long is recorded on its branch ("waiting for provider
+# until HH:MM:SS"); shorter back-offs pass unannounced
+WAIT_SHOWN_S = 1.0
 
 
 def read_family(source: str, default: str) -> str:
@@ -220,6 +229,12 @@ class Engine:
         self._ids = itertools.count(1)
         self._rr = 0
         self._deferred: list[tuple[str, dict[str, Any]]] | None = None  # prints held until commit
+        settings = getattr(proposer, "settings", None)
+        # the spend controls (agent profile fields; the tuner gets the defaults and no call cap)
+        self.max_unusable = int(getattr(settings, "max_unusable", 5))
+        self.calls_per_eval: int | None = getattr(settings, "max_calls_per_eval", None)
+        # (branch, until, why) from proposal threads about to wait for the provider
+        self._waits: queue.SimpleQueue[tuple[str, float, str]] = queue.SimpleQueue()
 
     # --- set-up and resume ----------------------------------------------------------------------
     def _emit(
@@ -277,6 +292,7 @@ class Engine:
         )
         if meta.get("budget") is not None:
             self.budget = int(meta["budget"])
+        self._set_request_cap()
         if resumed:
             self._restore()
             self._restore_costs(meta)
@@ -300,12 +316,18 @@ class Engine:
         if self.ledger is None:
             return
         calls: list[dict[str, Any]] = []
+        requests = 0  # every attempt, failed ones too: the request cap holds across restarts
         for e in self.record.events(
             kinds=[events.CANDIDATE_PROPOSED, events.PROPOSAL_FAILED, events.PROPOSAL_DISCARDED]
         ):
-            detail = (e.payload.get("usage") or {}).get("calls_detail") or []
-            calls += [c for c in detail if isinstance(c, dict)]
+            usage = e.payload.get("usage") or {}
+            detail = [c for c in usage.get("calls_detail") or [] if isinstance(c, dict)]
+            calls += detail
+            attempts = usage.get("attempts")
+            requests += attempts if isinstance(attempts, int) else len(detail)
         self.ledger.restore(calls)
+        if hasattr(self.ledger, "count_request"):
+            self.ledger.count_request(requests)
         if "budget_usd" in meta or "budget_tokens" in meta:
             caps = self.ledger.caps
             self.ledger.set_caps(
@@ -417,6 +439,7 @@ class Engine:
         for c in cands:
             by_branch.setdefault(c.branch, []).append(c)
         forks = {e.branch: e.payload for e in self.record.events(kinds=[events.BRANCH_FORKED])}
+        last_state = {e.branch: e.payload for e in self.record.events(kinds=[events.BRANCH_STATE])}
         for b in self.record.branches():
             st = BranchState(b.id, b.family or "", state=b.state or "running", model=b.model)
             own = sorted(by_branch.get(b.id, []), key=lambda c: c.created_t or 0)
@@ -451,8 +474,10 @@ class Engine:
                 self.repo.tag_best(b.id, best.commit_sha)
             if b.id in forks and forks[b.id].get("instruction"):
                 st.steer.append(forks[b.id]["instruction"])
-            if st.state == "plateau":
-                st.state = "running"
+            if st.state == "plateau" or (
+                st.state == "paused" and last_state.get(b.id, {}).get("cause") == "unusable"
+            ):
+                st.state = "running"  # a resume is the decision to give a stalled branch more calls
             # what the proposer is shown of the branch's past, as `_finish` recorded it
             judged = [c for c in own if c.status not in (None, "proposed", "evaluating")]
             st.history = [
@@ -630,6 +655,7 @@ class Engine:
                 if b.state == "retired":
                     return False, f"{b.id} is retired"
                 b.state, b.retry_at = target, None
+                b.stalled, b.unusable = False, 0
                 cancelled = kind == "pause" and self._cancel(b, "branch paused by command")
                 self._emit(
                     events.BRANCH_STATE, {"state": target, "reason": "by command"}, branch=b.id
@@ -779,6 +805,7 @@ class Engine:
             )
         self._emit(events.BUDGET_CHANGED, payload)
         self.budget = budget
+        self._set_request_cap()
         if self.paused_by_cap and self._cap_allows():
             self.paused, self.paused_by_cap = False, False
             self._emit(
@@ -787,6 +814,71 @@ class Engine:
             )
             parts.append("session resumed")
         return True, "; ".join(parts)
+
+    def _set_request_cap(self) -> None:
+        """The hard cap on model requests: `max_calls_per_eval` for each evaluation of the
+        budget (follows `set-budget`)."""
+        if self.calls_per_eval and self.ledger is not None:
+            self.ledger.set_request_cap(
+                self.calls_per_eval * self.budget,
+                f"{self.calls_per_eval} per evaluation of a budget of {self.budget}",
+            )
+
+    def _unusable(self, b: BranchState, why: str) -> None:
+        """One more unusable reply in a row for `b`; at `max_unusable` the branch is paused with
+        the reason (the session stops once no branch is left running: see `_all_stalled`)."""
+        b.unusable += 1
+        if b.unusable < self.max_unusable or b.state != "running":
+            return
+        b.state, b.retry_at, b.stalled = "paused", None, True
+        self._cancel(b, "the branch is paused: unusable replies")
+        self._emit(
+            events.BRANCH_STATE,
+            {
+                "state": "paused",
+                "cause": "unusable",
+                "reason": f"{b.unusable} unusable replies in a row (last: {why[:300]})",
+            },
+            branch=b.id,
+        )
+
+    def _all_stalled(self) -> str | None:
+        """The reason to stop when no branch can go on by itself: every one is retired or paused
+        by the engine for unusable replies (at least one of them)."""
+        live = [b for b in self.branches.values() if b.state != "retired"]
+        if not live or not all(b.state == "paused" and b.stalled for b in live):
+            return None
+        names = ", ".join(b.id for b in live)
+        return (
+            f"every branch is paused or retired ({names}: {self.max_unusable} unusable replies "
+            f"in a row); to try again: cockpit resume {self.dir.name}"
+        )
+
+    def _show_waits(self) -> None:
+        """Record each announced wait for the provider on its branch: the status and the
+        cockpit show "waiting for provider until HH:MM:SS"."""
+        while True:
+            try:
+                bid, until, why = self._waits.get_nowait()
+            except queue.Empty:
+                return
+            b = self.branches.get(bid)
+            if b is None or b.state != "running" or bid not in self.proposing:
+                continue
+            if until - time.time() < WAIT_SHOWN_S:
+                continue  # a blink: nothing a person could act on
+            b.waiting = True
+            clock = time.strftime("%H:%M:%S", time.localtime(until))
+            self._emit(
+                events.BRANCH_STATE,
+                {
+                    "state": "running",
+                    "cause": "provider_wait",
+                    "reason": f"waiting for provider until {clock} ({why[:200]})",
+                    "until": until,
+                },
+                branch=bid,
+            )
 
     def _cap_allows(self) -> bool:
         from cockpit.agents.costs import BudgetExceeded
@@ -865,6 +957,7 @@ class Engine:
             seed=self.cfg.seed * 1000 + self.evaluations,
             escalation=b.escalation,
             cancel=cancel,
+            on_wait=lambda until, why, bid=b.id: self._waits.put((bid, until, why)),
         )
         fut = _spawn(self.proposer.propose, req, name=f"propose-{b.id}")
         self.proposing[b.id] = Job(b.id, rid, req, cancel, fut, list(b.queued), b.escalation)
@@ -875,7 +968,16 @@ class Engine:
         for bid, job in list(self.proposing.items()):
             if job.future.done():
                 del self.proposing[bid]
-                self._proposal_outcome(self.branches[bid], job)
+                b = self.branches[bid]
+                if b.waiting:
+                    b.waiting = False
+                    if b.state == "running":
+                        self._emit(
+                            events.BRANCH_STATE,
+                            {"state": "running", "reason": "the provider answered"},
+                            branch=bid,
+                        )
+                self._proposal_outcome(b, job)
         for fut, job in list(self.abandoned.items()):
             if fut.done():
                 del self.abandoned[fut]
@@ -942,8 +1044,19 @@ class Engine:
             for other in list(self.branches.values()):
                 self._cancel(other, "the session paused: LLM budget reached")
             self._emit(events.SESSION_STATE, {"state": "paused", "reason": exc.reason})
+        elif pause == "stop" and not self.stopping:  # the model request cap
+            self.stopping = True
+            self.stop_reason = (
+                f"{exc.reason}; to go on: cockpit send {self.dir.name} set-budget N, then "
+                f"cockpit resume {self.dir.name}"
+            )
+            for other in list(self.branches.values()):
+                self._cancel(other, "the session is stopping: model call cap reached")
+            self._emit(events.NOTE, {"text": f"stopping: {self.stop_reason}"})
         if exc.exhausted:
             self._plateau(b, exc.reason)
+        if pause is None and not exc.exhausted:  # no usable code in the reply
+            self._unusable(b, exc.reason)
 
     def _accept(
         self, b: BranchState, job: Job | None, proposal: Proposal, parent_id: str | None
@@ -997,6 +1110,11 @@ class Engine:
                 self._finish(b, cid, prop, parent_id, result, group)
             else:
                 self.ready.append(Ready(cid, b.id, prop, parent_id, group))
+        fresh = [cid for cid, _, dup in recorded if not dup]
+        if fresh:
+            b.unusable = 0
+        elif recorded:
+            self._unusable(b, f"the same code as {recorded[0][2]}")
 
     def _submit_ready(self) -> None:
         """Hand waiting candidates of running branches to free workers, oldest first."""
@@ -1215,6 +1333,10 @@ class Engine:
         self._check_deadline()
         self._retry_outages()
         self._collect_proposals()
+        self._show_waits()
+        if not self.stopping and (why := self._all_stalled()):
+            self.stopping, self.stop_reason = True, why
+            self._emit(events.NOTE, {"text": f"stopping: {why}"})
         if self.stopping:
             if not self.inflight:
                 return (

@@ -4,16 +4,25 @@ The candidate runs in a *spawned* interpreter (never a fork of a process that to
 a scrubbed environment and its own working directory. Replies are JSON read with a size cap; a
 reply out of sequence, or bytes nobody asked for, are an integrity failure; a process that dies,
 hangs past the deadline or grows past the memory limit becomes a verdict, not an engine error.
+
+The candidate's stdout and stderr go through a pipe that a thread of the judge drains without
+pause, keeping the first and last 64 KiB and counting the rest (`Output`): whatever the candidate
+prints, the judge's memory and disk stay bounded, and a write never blocks long enough to look
+like a hang.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -22,6 +31,89 @@ from typing import Any
 from cockpit.harness import sandbox
 
 MAX_REPLY = 64 << 20
+OUTPUT_KEEP = 64 << 10  # bytes of the candidate's output kept at each end
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Whether `fd` has bytes (or its end of file) within `timeout_s`; poll(2), so any fd
+    number works (select(2) stops at 1024)."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(timeout_s * 1000))
+
+
+class Output:
+    """The candidate's stdout and stderr, read from a pipe by a daemon thread: the first and the
+    last `keep` bytes are kept, the bytes between them only counted (`dropped`). The thread reads
+    until every writer has closed the pipe, or until `stop()` (a process that escaped the kill
+    may hold it open forever)."""
+
+    def __init__(self, keep: int = OUTPUT_KEEP) -> None:
+        self.keep = keep
+        self.read_fd, self.write_fd = os.pipe()
+        try:  # a larger pipe: fewer wake-ups while a candidate floods it
+            import fcntl
+
+            fcntl.fcntl(self.write_fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except (ImportError, OSError):
+            pass
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._drain, name="arena-output", daemon=True)
+
+    def start(self) -> None:
+        """Begin draining; the caller has handed `write_fd` to the child and closes it here."""
+        os.close(self.write_fd)
+        self.write_fd = -1
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if not _readable(self.read_fd, 0.2):
+                    continue
+                data = os.read(self.read_fd, 1 << 16)
+                if not data:
+                    return
+                with self._lock:
+                    self.total += len(data)
+                    room = self.keep - len(self.head)
+                    if room > 0:
+                        self.head += data[:room]
+                        data = data[room:]
+                    if data:
+                        self.tail += data
+                        if len(self.tail) > 2 * self.keep:
+                            del self.tail[: -self.keep]
+        finally:
+            os.close(self.read_fd)
+
+    @property
+    def dropped(self) -> int:
+        """Bytes neither in the head nor in the tail."""
+        with self._lock:
+            return max(0, self.total - len(self.head) - min(len(self.tail), self.keep))
+
+    def settle(self, timeout: float) -> None:
+        """Wait (up to `timeout`) for the pipe's end of file, so the tail holds the last words of
+        a process that has exited."""
+        self._thread.join(timeout)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(1.0)
+
+    def last(self, n: int) -> bytes:
+        """The last `n` bytes kept (the tail, or the head while nothing was dropped)."""
+        with self._lock:
+            if self.total <= 2 * self.keep:
+                both = bytes(self.head) + bytes(self.tail)
+            else:
+                both = bytes(self.tail[-self.keep :])
+            return both[-n:]
 
 
 class ArenaDied(Exception):
@@ -54,7 +146,6 @@ class Channel:
         pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.workdir = workdir
-        self.log_path = workdir / "arena.log"
         parent, child = socket.socketpair()
         self.conn = Connection(os.dup(parent.fileno()))
         parent.close()
@@ -62,28 +153,45 @@ class Channel:
         # the arena imports cockpit from wherever the judge did
         pkg_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in [pkg_root, env.get("PYTHONPATH", "")] if p)
-        self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
+        self.output = Output()
+        try:
+            self.proc = self._spawn(child, env, workdir, pass_fds)
+        except BaseException:
+            os.close(self.output.write_fd)
+            os.close(self.output.read_fd)
+            raise
+        self.output.start()
+        child.close()
+        self.memory_bytes = memory_bytes
+        self.seq = 0
+        self.peak_rss = 0
+        self.late_bytes = False  # bytes were waiting on the result channel when it was closed
+
+    def _spawn(
+        self, child: socket.socket, env: dict[str, str], workdir: Path, pass_fds: tuple[int, ...]
+    ) -> subprocess.Popen:
+        return subprocess.Popen(
             [sys.executable, "-m", "cockpit.harness.arena", "--fd", str(child.fileno())],
             pass_fds=[child.fileno(), *pass_fds],  # the socket, and the exchange regions
             env=env,
             cwd=workdir,
             stdin=subprocess.DEVNULL,
-            stdout=self.log,
+            stdout=self.output.write_fd,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        child.close()
-        self.memory_bytes = memory_bytes
-        self.seq = 0
-        self.peak_rss = 0
 
     def log_tail(self, n: int = 1500) -> str:
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-n:].decode("utf-8", "replace")
+        """The last `n` bytes of the candidate's output (after the process has exited: all of
+        it that arrived within a second)."""
+        if self.proc.poll() is not None:
+            self.output.settle(1.0)
+        return self.output.last(n).decode("utf-8", "replace")
+
+    @property
+    def output_dropped(self) -> int:
+        """Bytes of the candidate's output that were counted but not kept."""
+        return self.output.dropped
 
     def _rss(self) -> int:
         try:
@@ -98,22 +206,61 @@ class Channel:
         self.conn.send_bytes(json.dumps(msg).encode())
 
     def recv(self, deadline: float) -> dict[str, Any]:
-        while True:
-            if self.conn.poll(0.05):
+        """The next reply: a length-prefixed JSON object (multiprocessing's framing), read with
+        the deadline, liveness and memory checks running between chunks, so a partial, endless
+        or oversized message is a verdict and never a judge blocked in a read."""
+        (size,) = struct.unpack("!i", self._read(4, deadline, start=True))
+        if size == -1:
+            (size,) = struct.unpack("!Q", self._read(8, deadline))
+        if not 0 <= size <= MAX_REPLY:
+            raise ProtocolViolation(
+                f"a reply of {size} bytes arrived on the result channel "
+                f"(the limit is {MAX_REPLY >> 20} MiB)"
+            )
+        raw = self._read(size, deadline)
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            raise ProtocolViolation("unreadable bytes on the result channel") from None
+        if not isinstance(reply, dict):
+            raise ProtocolViolation(
+                "a reply that is not a JSON object arrived on the result channel"
+            )
+        return reply
+
+    def _read(self, n: int, deadline: float, start: bool = False) -> bytes:
+        """Exactly `n` bytes of the result channel. `start`: the first bytes of a message, where
+        a process that ended is a death rather than a broken message."""
+        fd = self.conn.fileno()
+        buf = bytearray()
+        while len(buf) < n:
+            if _readable(fd, 0.05):
                 try:
-                    raw = self.conn.recv_bytes(MAX_REPLY)
-                except (EOFError, OSError):
+                    chunk = os.read(fd, min(n - len(buf), 1 << 20))
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    buf += chunk
+                    continue
+                # end of file: the arena's end of the socket is closed
+                try:
                     self.proc.wait(5)
-                    raise ArenaDied(self.proc.returncode, self.log_tail()) from None
-                try:
-                    return json.loads(raw)
-                except ValueError:
-                    raise ProtocolViolation("unreadable bytes on the result channel") from None
+                except subprocess.TimeoutExpired:
+                    raise ProtocolViolation(
+                        "the result channel was closed while the process kept running"
+                    ) from None
+                if start and not buf:
+                    raise ArenaDied(self.proc.returncode, self.log_tail())
+                raise ProtocolViolation(
+                    f"the process exited (code {self.proc.returncode}) in the middle of a reply"
+                )
             rc = self.proc.poll()
             if rc is not None:
-                if self.conn.poll(0):
+                if _readable(fd, 0):
                     continue
-                raise ArenaDied(rc, self.log_tail())
+                if start and not buf:
+                    raise ArenaDied(rc, self.log_tail())
+                raise ProtocolViolation(f"the process exited (code {rc}) in the middle of a reply")
             if time.monotonic() > deadline:
                 raise ArenaTimeout()
             if self.memory_bytes:
@@ -121,6 +268,7 @@ class Channel:
                 self.peak_rss = max(self.peak_rss, rss)
                 if rss > self.memory_bytes:
                     raise ArenaOOM(rss)
+        return bytes(buf)
 
     def request(self, msg: dict[str, Any], deadline: float) -> dict[str, Any]:
         self.seq += 1
@@ -143,6 +291,15 @@ class Channel:
                 pass
             raise ProtocolViolation("unsolicited bytes arrived on the result channel")
         return reply
+
+    def unread_bytes(self) -> bool:
+        """Whether anything is waiting on the result channel (read after `kill`: the process can
+        write nothing more, so a readable socket that reads nothing is only its end)."""
+        try:
+            os.set_blocking(self.conn.fileno(), False)
+            return bool(os.read(self.conn.fileno(), 1))
+        except OSError:
+            return False
 
     def kill(self) -> None:
         """End the process group now (the verdict is in: nothing it does matters any more)."""
@@ -167,5 +324,15 @@ class Channel:
                 except OSError:
                     self.proc.kill()
                 self.proc.wait()
+            # and whatever the candidate started in the group (a forked child outlives an
+            # arena that exited by itself)
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            # the process group is gone: whatever it wrote is readable now (a readable socket
+            # that reads nothing is only the end of file)
+            with contextlib.suppress(OSError):
+                os.set_blocking(self.conn.fileno(), False)
+                self.late_bytes = bool(os.read(self.conn.fileno(), 1))
             self.conn.close()
-            self.log.close()
+            self.output.settle(1.0)
+            self.output.stop()

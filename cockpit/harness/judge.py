@@ -446,7 +446,19 @@ class _Evaluation:
                 (arena.workdir / name).write_text(text)
             yield arena.workdir
         finally:
-            self.res.log_tail = arena.close()
+            tail, dropped, late = arena.close()
+            self.res.log_tail = tail
+            if dropped:
+                self.res.flags.append(
+                    f"output truncated: {dropped} bytes of the candidate's"
+                    " stdout/stderr not kept (the first and last 64 KiB are)"
+                )
+            if late and self.res.ok:
+                self.res.fail(
+                    "integrity",
+                    "bytes arrived on the result channel after the last reply",
+                    stage=self.stage,
+                )
             if self.opts.warm:
                 warm.prime_spare()
 

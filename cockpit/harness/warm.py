@@ -71,19 +71,23 @@ class Started:
             self.ready_s = round(time.monotonic() - self.spawned_at, 3)
         return self.setup
 
-    def close(self) -> str:
-        """End the process and remove both folders; returns the end of its log.
+    def close(self) -> tuple[str, int, bool]:
+        """End the process and remove both folders. Returns the end of its output, the bytes of
+        output counted but not kept, and whether bytes were waiting on the result channel after
+        the last reply (a forged or late message).
 
         Nothing of a finished arena is waited for: it is killed (with anything it started) at
         once, and reaped and cleaned up on a background thread, off the evaluation's clock (a
         process that held a CUDA context takes up to a second to go)."""
-        tail = ""
+        tail, dropped, late = "", 0, False
         try:
             tail = self.ch.log_tail(800)
             self.ch.kill()
+            late = self.ch.unread_bytes()
+            dropped = self.ch.output_dropped
         finally:
             threading.Thread(target=self._reap, name="arena-reaper", daemon=True).start()
-        return tail
+        return tail, dropped, late
 
     def _reap(self) -> None:
         try:

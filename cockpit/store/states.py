@@ -43,12 +43,13 @@ def branch_state(recorded: str | None, session: str | None) -> str:
 
 def branch_reason(recorded: str | None, reason: str | None, session: str | None) -> str | None:
     """Why the branch is in the state `branch_state` shows. A running branch needs no reason:
-    `by command` or `escalated` on a running branch are history (the event log keeps them)."""
+    `by command` or `escalated` on a running branch are history (the event log keeps them),
+    except what it is waiting for now (`waiting for provider until HH:MM:SS`)."""
     shown = branch_state(recorded, session)
     if shown != (recorded or "?"):
         return f"session {session}"
     if shown == "running":
-        return None
+        return reason if reason and reason.startswith("waiting for provider") else None
     return reason or None
 
 

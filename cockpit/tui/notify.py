@@ -6,7 +6,8 @@ Kinds (the `notify_on` names of the config file):
   provider  the model provider is failing: a branch paused by the engine rather than by a
             command (an outage: it retries after a cool-down), or a failed proposal that
             carries provider errors
-  paused    the session paused itself (an LLM budget cap is spent)
+  paused    the session paused itself (an LLM budget cap is spent), or the engine paused a
+            branch whose model kept sending unusable replies (duplicates, no code)
   error     the engine recorded an error
   proposal  a proposal failed for another reason (an unusable reply); toast only by default
 
@@ -51,6 +52,8 @@ def outage_pause(e: Event) -> bool:
     p = e.payload
     if e.kind != ev.BRANCH_STATE or p.get("state") != "paused":
         return False
+    if p.get("cause") == "unusable":  # the model answers, uselessly: not an outage
+        return False
     if p.get("cause") in ("outage", "provider"):
         return True
     reason = str(p.get("reason") or "")
@@ -77,6 +80,8 @@ def _notice(e: Event) -> Notice | None:
         return Notice(
             "provider", f"✗ provider failing: {b} paused ({p.get('reason')})", "error", True, e
         )
+    if e.kind == ev.BRANCH_STATE and p.get("state") == "paused" and p.get("cause") == "unusable":
+        return Notice("paused", f"‖ {b} paused: {p.get('reason')}", "warning", True, e)
     if self_paused(e):
         return Notice("paused", f"‖ session paused: {p.get('reason')}", "warning", True, e)
     if e.kind == ev.PROPOSAL_FAILED:

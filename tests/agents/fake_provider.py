@@ -29,6 +29,7 @@ class Reply:
     completion_tokens: int = 50
     choices: list[str] | None = None  # several choices (OpenAI `n`)
     echo_auth: bool = False  # an error body that quotes the request's credentials back
+    retry_after: str | None = "0"  # the Retry-After header of a 429 (None: no header)
 
 
 @dataclass
@@ -122,6 +123,7 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             anthropic = self.path.rstrip("/").endswith("/messages")
             if reply.status != 200:
                 auth = self.headers.get("Authorization") or self.headers.get("x-api-key") or ""
+                self._retry_after = reply.retry_after
                 return self._error(reply.status, anthropic, auth if reply.echo_auth else "")
             stream = bool(body.get("stream"))
             model = str(body.get("model", "fake"))
@@ -139,8 +141,9 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            if status == 429:
-                self.send_header("Retry-After", "0")
+            after = getattr(self, "_retry_after", "0")
+            if status == 429 and after is not None:
+                self.send_header("Retry-After", after)
             self.end_headers()
             self.wfile.write(data)
 
