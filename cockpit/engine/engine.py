@@ -1047,7 +1047,7 @@ class Engine:
         elif pause == "stop" and not self.stopping:  # the model request cap
             self.stopping = True
             self.stop_reason = (
-                f"{exc.reason}; to go on: cockpit send {self.dir.name} set-budget N, then "
+                f"{exc.reason}; to go on: cockpit send {self.dir.name} set-budget N --queue, then "
                 f"cockpit resume {self.dir.name}"
             )
             for other in list(self.branches.values()):

@@ -935,7 +935,8 @@ class Arena:
                 return
             msg = json.loads(raw)
             op = msg.get("op")
-            if op == "bye":
+            if op == "bye":  # acknowledged: the judge takes anything before this as late
+                self.conn.send_bytes(json.dumps({"bye": True}).encode())
                 return
             self.tx.reset()  # the judge has read the previous reply's tensors
             try:

@@ -292,6 +292,29 @@ class Channel:
             raise ProtocolViolation("unsolicited bytes arrived on the result channel")
         return reply
 
+    def goodbye(self, timeout: float = 2.0) -> bool:
+        """Tell the arena its work is over and wait (up to `timeout`) for it to say so: it
+        answers `bye` once the request it may still be working on is done. Returns whether
+        anything else arrived first (a genuine reply landing after a forged one was taken).
+        The process is not waited for: the caller kills it."""
+        if self.proc.poll() is not None:
+            return False
+        try:
+            self.send({"op": "bye"})
+        except OSError:
+            return False
+        deadline = time.monotonic() + timeout
+        late = False
+        while time.monotonic() < deadline:
+            try:
+                msg = self.recv(deadline)
+            except (ArenaDied, ArenaTimeout, ArenaOOM, ProtocolViolation):
+                return late
+            if msg.get("bye") is True and set(msg) == {"bye"}:
+                return late
+            late = True
+        return late
+
     def unread_bytes(self) -> bool:
         """Whether anything is waiting on the result channel (read after `kill`: the process can
         write nothing more, so a readable socket that reads nothing is only its end)."""

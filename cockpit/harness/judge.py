@@ -552,6 +552,7 @@ class _Evaluation:
         self.in_call = False
         self.res.protections = loaded.get("protections", {})
         self.res.protections["arena"] = self.arena_how
+        self.arena.serving = bool(loaded.get("ok"))
         self.res.protections["exchange"] = (
             "memfd (sealed against shrinking)" if isinstance(self.tx, wire.Region) else "files"
         )

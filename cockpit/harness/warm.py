@@ -51,6 +51,7 @@ class Started:
     cfg: dict[str, Any]
     setup: dict[str, Any] | None = None  # the arena's first reply ({"ready": True} or a failure)
     primed: bool = False  # its configuration was sent (it is setting up, or set up)
+    serving: bool = False  # it loaded its candidate and answers requests
     spawned_at: float = field(default_factory=time.monotonic)
     ready_s: float | None = None  # seconds from spawn to `ready`, once seen
 
@@ -82,8 +83,9 @@ class Started:
         tail, dropped, late = "", 0, False
         try:
             tail = self.ch.log_tail(800)
+            late = self.ch.goodbye() if self.serving else False
             self.ch.kill()
-            late = self.ch.unread_bytes()
+            late = self.ch.unread_bytes() or late
             dropped = self.ch.output_dropped
         finally:
             threading.Thread(target=self._reap, name="arena-reaper", daemon=True).start()

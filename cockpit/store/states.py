@@ -31,11 +31,12 @@ def evaluations(candidates: Iterable[Candidate]) -> int:
 
 def branch_state(recorded: str | None, session: str | None) -> str:
     """The state to show for a branch whose last recorded state is `recorded`, in a session
-    whose (effective) state is `session`. Retired stays retired; in a session that has ended
-    every other branch has ended with it. (A paused session keeps its branches' own states: a
-    branch resumed by command runs again as soon as the session does.)"""
-    if recorded == "retired":
-        return "retired"
+    whose (effective) state is `session`. Retired stays retired and paused stays paused (its
+    reason says why, and it is what the branch will be when the session resumes); in a session
+    that has ended every other branch has ended with it. (A paused session keeps its branches'
+    own states: a branch resumed by command runs again as soon as the session does.)"""
+    if recorded in ("retired", "paused"):
+        return recorded
     if session in ENDED_STATES:
         return session
     return recorded or "?"

@@ -185,11 +185,11 @@ def test_the_model_call_cap_stops_the_session_at_an_exact_number_of_requests(
     assert st["state"] == "stopped", st
     assert re.match(
         r"model call cap reached: 12 requests \(2 per evaluation of a budget of 6\); to go on: "
-        r"cockpit send cap set-budget N, then cockpit resume cap",
+        r"cockpit send cap set-budget N --queue, then cockpit resume cap",
         st["reason"] or "",
     ), st["reason"]
     # resumable: a larger budget raises the cap with it
-    assert _cockpit(tmp_path, "send", "cap", "set-budget", "8").returncode == 0
+    assert _cockpit(tmp_path, "send", "cap", "set-budget", "8", "--queue").returncode == 0
     again = _cockpit(tmp_path, "resume", "cap")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert len(provider.received) == 2 * 8

@@ -180,7 +180,7 @@ def test_an_unknown_command_lists_the_names_a_user_types(cockpit: Cockpit) -> No
 
 def test_the_states_are_pure_functions_of_the_record() -> None:
     assert branch_state("running", "done") == "done"
-    assert branch_state("paused", "stopped") == "stopped"
+    assert branch_state("paused", "stopped") == "paused"
     assert branch_state("retired", "done") == "retired"
     assert branch_state("paused", "running") == "paused"
     assert end_reason("running", {"budget": 4}, [], 1) is None

@@ -279,7 +279,10 @@ async def test_the_state_filter_matches_what_the_rows_say(session: Path):
         assert app.screen.query_one(BeamPanel).border_title.endswith("(0/8)")
         app.screen.set_filter("state:done")
         await settle(pilot)
-        assert len([r for r in beam_rows(app) if r.startswith("b")]) == 3
+        assert len([r for r in beam_rows(app) if r.startswith("b")]) == 2
+        app.screen.set_filter("state:paused")  # a paused branch stays paused, with its reason
+        await settle(pilot)
+        assert len([r for r in beam_rows(app) if r.startswith("b")]) == 1
 
 
 def test_commands_are_named_as_a_user_types_them():
