@@ -399,7 +399,9 @@ def test_inductor_code_writes_what_torch_compile_generated_for_each_shape(tmp_pa
     assert r.returncode == 0, r.stdout + r.stderr
     code = (tmp_path / "rmsnorm-5x33-bfloat16.py.txt").read_text()
     assert "def call(" in code and "fused" in code and "rsqrt" in code
-    bad = run_tool("bench/inductor_code.py", "--task", "rmsnorm", "--shape", "5by33")
+    bad = run_tool(
+        "bench/inductor_code.py", "--task", "rmsnorm", "--shape", "5by33", "--out", str(tmp_path)
+    )  # not bench/results: a folder there is a recorded run
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines()[-1] == (
         "error: bad --shape '5by33': expected ROWSxCOLS[:float32|bfloat16]"

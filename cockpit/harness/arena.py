@@ -275,7 +275,7 @@ class Arena:
         cfg = self.cfg
         if cfg.get("sandbox", True):
             self.protections["network"] = sandbox.drop_network()
-            # triton and the hold are imported by main(), before the file rules go up
+            _preload()  # main() did it already, before the configuration; a no-op then
             if self.cuda:
                 torch.cuda.init()
                 torch.empty(1, device=self.device)  # create the context while /dev is open
@@ -1163,6 +1163,15 @@ def _load_cudart() -> Any:
     return None
 
 
+def _preload() -> None:
+    """Import what the arena needs from the project before the sandbox makes it unreadable:
+    Triton's jit reads a kernel's source when its module is imported (the hold)."""
+    with contextlib.suppress(ImportError):
+        import triton  # noqa: F401
+
+        import cockpit.harness.hold  # noqa: F401
+
+
 def main() -> None:
     try:  # die with the judge: an orphaned candidate must not keep the GPU busy
         import ctypes
@@ -1175,13 +1184,8 @@ def main() -> None:
     conn = Connection(fd)
     # Everything that costs CPU alone comes before the configuration: an arena started ahead
     # (a spare) does this while another candidate runs, and touches the GPU only once the judge
-    # configures it, when nothing is being timed. Triton's jit reads a kernel's source when its
-    # module is imported, and the project is not readable once the sandbox is up: the hold is
-    # imported here, before it.
-    with contextlib.suppress(ImportError):
-        import triton  # noqa: F401
-
-        import cockpit.harness.hold  # noqa: F401
+    # configures it, when nothing is being timed.
+    _preload()
     try:
         cfg = json.loads(conn.recv_bytes())
     except (EOFError, OSError, ValueError):
