@@ -865,12 +865,13 @@ class _Evaluation:
             "audit_prob": 0.05,
             "graph": self.device != "cpu",
         }
-        # the arena stops sampling after max_wall_s; past that, warm-ups, the graph replays and
-        # the checked calls' copies: a timing request that runs far longer holds a hung call
+        # the arena stops sampling after max_wall_s, between calls; past that, the call that
+        # crossed it, a warm-up, an audit, the graph replays and the checked calls' copies: a
+        # timing request that runs far longer holds a hung call
         per_set = sum(t.numel() * t.element_size() for t in pool[0])
         limit = self._request_limit(
             shape,
-            1,
+            4,
             (len(pool) + 2 * (pol.check_calls + 8)) * per_set,
             extra_s=1.5 * pol.max_wall_s + 15.0,
         )
