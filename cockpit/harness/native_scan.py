@@ -718,7 +718,8 @@ def _import_aliases(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
     return modules, funcs
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted(node: ast.AST) -> str:
+    """`a.b.c` for an attribute chain on a name, "" for anything else."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -771,11 +772,11 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
                 if isinstance(node, ast.ImportFrom) and name.split(".")[-1] in NATIVE_ATTRS:
                     add(node, f"imports {name}: {NATIVE_ATTRS[name.split('.')[-1]]}")
         elif isinstance(node, ast.Attribute):
-            dotted = _dotted(node)
+            name = dotted(node)
             if node.attr in NATIVE_ATTRS:
                 add(node, f"uses .{node.attr}: {NATIVE_ATTRS[node.attr]}")
             for chain, why in NATIVE_CHAINS.items():
-                if dotted == chain or dotted.startswith(chain + "."):
+                if name == chain or name.startswith(chain + "."):
                     add(node, f"uses {chain}: {why}")
             if node.attr == "cpp_extension":
                 p = parents.get(id(node))
@@ -808,17 +809,17 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
             and isinstance(node.func, ast.Name)
             and node.func.id == "getattr"
             and len(node.args) >= 2
-            and _dotted(node.args[0]).split(".")[0] in imported
+            and dotted(node.args[0]).split(".")[0] in imported
             and not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
         ):
-            add(node, f"reads an attribute of {_dotted(node.args[0])} by computed name: the judge "
+            add(node, f"reads an attribute of {dotted(node.args[0])} by computed name: the judge "
                       "cannot see what it reaches (a native-code loader among others)")  # fmt: skip
         if (
             isinstance(node, ast.Attribute)
             and node.attr in ("__getattribute__", "__getattr__")
-            and _dotted(node.value).split(".")[0] in imported
+            and dotted(node.value).split(".")[0] in imported
         ):
-            add(node, f"uses {_dotted(node)}: reads a module's attributes by computed name")
+            add(node, f"uses {dotted(node)}: reads a module's attributes by computed name")
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value.strip()
             if re.fullmatch(r"[A-Za-z_][\w.]*", text) and set(text.split(".")) & _LOADER_WORDS:

@@ -168,15 +168,8 @@ class Finding:
     message: str
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
+# `a.b.c` for an attribute chain on a name, "" for anything else (shared with the native scan)
+_dotted = native_scan.dotted
 
 
 def _forbidden_match(text: str, forbidden: list[str]) -> str | None:
