@@ -7,30 +7,19 @@ honest one may become the branch's best, and every verdict says which tier judge
 from __future__ import annotations
 
 import json
-import shutil
 
 from engine_helpers import COCKPIT, TOYTASK
+from tiered_task import PROMOTED, tiered_task
 
 from cockpit.agents.base import Proposal, ProposalRequest
 from cockpit.engine.config import EngineConfig
 from cockpit.engine.engine import Engine
 from cockpit.store import SessionRecord, create_session
 
-PROMOTED = "rows=41 cols=16 float32"
-SHAPES = """
+LIMITS = """
 [limits]
 cpu_call_floor_s = 2
 cpu_first_call_s = 3
-
-[shapes]
-public = [{ rows = 64, cols = 16, dtype = "float32" }]
-hidden = [{ rows = 37, cols = 16, dtype = "float32" }, { rows = 41, cols = 16, dtype = "float32", tier = "promote" }]
-benchmark = [{ rows = 96, cols = 16, dtype = "float32" }]
-
-[shapes.cpu]
-public = [{ rows = 64, cols = 16, dtype = "float32" }]
-hidden = [{ rows = 37, cols = 16, dtype = "float32" }, { rows = 41, cols = 16, dtype = "float32", tier = "promote" }]
-benchmark = [{ rows = 96, cols = 16, dtype = "float32" }]
 """
 
 
@@ -76,10 +65,7 @@ class Scripted:
 
 
 def test_only_a_promoted_candidate_becomes_best(tmp_path):
-    root = tmp_path / "task"
-    shutil.copytree(TOYTASK, root)
-    text = (root / "task.toml").read_text()
-    (root / "task.toml").write_text(text[: text.index("# The GPU sets")] + SHAPES)
+    root = tiered_task(tmp_path, LIMITS)
     for seed in root.glob("seeds/*.py"):
         if seed.name != "chunked_loop.py":
             seed.unlink()

@@ -1,37 +1,18 @@
 """The loop's cascade, warm arenas and per-call limits, through the real judge and real spawned
-arena processes on the CPU.
-
-A task folder is written per test: the toy task (y = 2x + 1) with one hidden shape in the
-`promote` tier, so what a candidate does there is seen only by a promoted evaluation.
-"""
+arena processes on the CPU, on the tiered toy task (`tests/tiered_task.py`)."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 from judge_helpers import describe
+from tiered_task import PROMOTED, tiered_task
 
 from cockpit.harness import warm
 from cockpit.harness.judge import Options, evaluate
 from cockpit.harness.task import TaskError, load_task
-
-TOYTASK = Path(__file__).resolve().parents[1] / "engine" / "toytask"
-PROMOTED = "rows=41 cols=16 float32"
-
-SHAPES = """
-[shapes]
-public = [{ rows = 64, cols = 16, dtype = "float32" }]
-hidden = [{ rows = 37, cols = 16, dtype = "float32" }, { rows = 41, cols = 16, dtype = "float32", tier = "promote" }]
-benchmark = [{ rows = 96, cols = 16, dtype = "float32" }]
-
-[shapes.cpu]
-public = [{ rows = 64, cols = 16, dtype = "float32" }]
-hidden = [{ rows = 37, cols = 16, dtype = "float32" }, { rows = 41, cols = 16, dtype = "float32", tier = "promote" }]
-benchmark = [{ rows = 96, cols = 16, dtype = "float32" }]
-"""
 
 GOOD = "import torch\n\n\ndef kernel(x):\n    return x * 2 + 1\n"
 # right on every screened shape; on the promoted one (41 rows) it is off by one
@@ -40,15 +21,6 @@ WRONG_ON_PROMOTED = (
     "    y = x * 2 + 1\n"
     "    return y + 1 if x.shape[0] == 41 else y\n"
 )
-
-
-def tiered_task(tmp_path: Path, limits: str = "") -> Path:
-    root = tmp_path / "tiered"
-    shutil.copytree(TOYTASK, root)
-    text = (root / "task.toml").read_text()
-    text = text[: text.index("# The GPU sets")] + limits + SHAPES
-    (root / "task.toml").write_text(text)
-    return root
 
 
 def judge(root: Path, source: str, **opts) -> object:
