@@ -749,6 +749,16 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
         p = parents.get(id(node))
         return p if isinstance(p, ast.Call) and p.func is node else None
 
+    def use_of_load_inline(node: ast.AST) -> None:
+        """load_inline, reached by attribute or by its imported name: called directly (its
+        sources read below), or refused."""
+        call = direct_call_of(node)
+        if call is None:
+            add(node, "uses load_inline other than by calling it: it must be called "
+                      "directly so the judge can read its sources")  # fmt: skip
+        else:
+            calls.append(call)
+
     for node in nodes:
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = (
@@ -785,12 +795,7 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
                     add(node, f"uses {kind} of cpp_extension: only a direct call of load_inline "
                               "may build native code (its sources are strings the judge reads)")  # fmt: skip
             if node.attr == "load_inline":
-                call = direct_call_of(node)
-                if call is None:
-                    add(node, "uses load_inline other than by calling it: it must be called "
-                              "directly so the judge can read its sources")  # fmt: skip
-                else:
-                    calls.append(call)
+                use_of_load_inline(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in modules:
                 p = parents.get(id(node))
@@ -798,12 +803,7 @@ def scan_python(tree: ast.AST, forbidden: list[str], add: Callable[[ast.AST, str
                     add(node, "uses the cpp_extension module other than to call load_inline: "
                               "only load_inline may build native code")  # fmt: skip
             if node.id in funcs:
-                call = direct_call_of(node)
-                if call is None:
-                    add(node, "uses load_inline other than by calling it: it must be called "
-                              "directly so the judge can read its sources")  # fmt: skip
-                else:
-                    calls.append(call)
+                use_of_load_inline(node)
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
