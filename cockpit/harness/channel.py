@@ -279,16 +279,11 @@ class Channel:
             raise ProtocolViolation(
                 f"a reply out of sequence arrived on the result channel (seq {reply.get('seq')!r})"
             )
-        if self.conn.poll(0):
-            # Readable right after a reply: more bytes, or the end of the stream. An arena ends
-            # itself after replying to a CUDA error (its context is unusable): that reply is the
-            # verdict, and the closed socket is not a message.
-            try:
-                self.conn.recv_bytes(MAX_REPLY)
-            except EOFError:
-                return reply
-            except OSError:
-                pass
+        # Readable right after a reply: more bytes, or the end of the stream. An arena ends
+        # itself after replying to a CUDA error (its context is unusable): that reply is the
+        # verdict, and the closed socket is not a message. One byte tells them apart, without
+        # reading a message whose length the candidate chose.
+        if self.conn.poll(0) and self.unread_bytes():
             raise ProtocolViolation("unsolicited bytes arrived on the result channel")
         return reply
 
@@ -316,8 +311,8 @@ class Channel:
         return late
 
     def unread_bytes(self) -> bool:
-        """Whether anything is waiting on the result channel (read after `kill`: the process can
-        write nothing more, so a readable socket that reads nothing is only its end)."""
+        """Whether a byte is waiting on the result channel (consumed): False for nothing, or for
+        only the end of the stream (after `kill` the process can write nothing more)."""
         try:
             os.set_blocking(self.conn.fileno(), False)
             return bool(os.read(self.conn.fileno(), 1))

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,6 @@ class Started:
     setup: dict[str, Any] | None = None  # the arena's first reply ({"ready": True} or a failure)
     primed: bool = False  # its configuration was sent (it is setting up, or set up)
     serving: bool = False  # it loaded its candidate and answers requests
-    spawned_at: float = field(default_factory=time.monotonic)
-    ready_s: float | None = None  # seconds from spawn to `ready`, once seen
 
     def alive(self) -> bool:
         return self.ch.proc.poll() is None
@@ -69,7 +67,6 @@ class Started:
         """The arena's set-up reply; raises what `Channel.recv` raises (died, timeout)."""
         if self.setup is None:
             self.setup = self.ch.recv(deadline)
-            self.ready_s = round(time.monotonic() - self.spawned_at, 3)
         return self.setup
 
     def close(self) -> tuple[str, int, bool]:
