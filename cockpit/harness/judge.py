@@ -347,6 +347,7 @@ class _Evaluation:
             self._profile(ref)
 
     def _timed_shapes(self) -> list[Shape]:
+        """The shapes this evaluation times: benchmark, then the timed hidden ones."""
         return self._shapes("benchmark") + [s for s in self._shapes("hidden") if s.timed]
 
     def _promotion(self) -> tuple[bool, str]:
@@ -813,9 +814,7 @@ class _Evaluation:
         self.stage = "time"
         if self.opts.warm:
             warm.settle()  # the next candidate's arena finishes setting up before the clock runs
-        timed = [s for s in self._shapes("benchmark")] + [
-            s for s in self._shapes("hidden") if s.timed
-        ]
+        timed = self._timed_shapes()
         if tier is not None:
             timed = [s for s in timed if s.tier == tier]
         by_label = {sr.shape + sr.set: sr for sr in self.res.shapes}
@@ -1174,9 +1173,7 @@ class _Comparison(_Evaluation):
                     "kind": loaded.get("kind", "import_error"),
                     "message": f"B: {loaded.get('message', '')}",
                 }
-            timed = self.only or [s for s in self._shapes("benchmark")] + [
-                s for s in self._shapes("hidden") if s.timed
-            ]
+            timed = self.only or self._timed_shapes()
             for i, shape in enumerate(timed):
                 reply = self._request(
                     {
