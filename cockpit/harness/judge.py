@@ -1218,18 +1218,25 @@ class _Comparison(_Evaluation):
 
 
 def _combine(shapes: list[dict[str, Any]], min_gain: float = 0.03) -> dict[str, Any]:
-    """Weighted geometric mean of the per-shape ratios; 95% interval from the per-shape intervals
-    (each half-width / 1.96 is a standard error; on the log scale, se / ratio)."""
+    """Weighted geometric mean of the per-shape ratios, with a 95% interval built on the log
+    scale: each shape's interval is asymmetric in the ratio (a sign-test interval over few rounds
+    can span 100x-9000x), so its half-width is taken in log units, (log hi - log lo) / 2, and that
+    over 1.96 is its standard error. One shape keeps its own interval exactly."""
     if not shapes:
         return {"ratio": math.nan, "ci_low": math.nan, "ci_high": math.nan, "faster": False}
-    wsum = sum(s["weight"] for s in shapes)
-    log_r = sum(s["weight"] * math.log(s["ratio"]) for s in shapes) / wsum
-    var = sum(
-        (s["weight"] / wsum) ** 2 * ((s["ci_high"] - s["ci_low"]) / (2 * 1.96 * s["ratio"])) ** 2
-        for s in shapes
-    )
-    ratio = math.exp(log_r)
-    lo, hi = math.exp(log_r - 1.96 * math.sqrt(var)), math.exp(log_r + 1.96 * math.sqrt(var))
+    if len(shapes) == 1:
+        (s,) = shapes
+        ratio, lo, hi = s["ratio"], s["ci_low"], s["ci_high"]
+    else:
+        wsum = sum(s["weight"] for s in shapes)
+        log_r = sum(s["weight"] * math.log(s["ratio"]) for s in shapes) / wsum
+        var = sum(
+            ((s["weight"] / wsum) * (math.log(s["ci_high"]) - math.log(s["ci_low"])) / (2 * 1.96))
+            ** 2
+            for s in shapes
+        )
+        ratio = math.exp(log_r)
+        lo, hi = math.exp(log_r - 1.96 * math.sqrt(var)), math.exp(log_r + 1.96 * math.sqrt(var))
     return {
         "ratio": ratio,
         "ci_low": lo,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from judge_helpers import KERNELS, task_or_skip
 
-from cockpit.harness.judge import Options, compare
+from cockpit.harness.judge import Options, _combine, compare
 from cockpit.harness.task import Shape
 from cockpit.harness.timing import Policy
 
@@ -72,3 +72,24 @@ def test_a_candidate_is_not_significantly_faster_than_itself() -> None:
 def test_a_candidate_that_does_not_load_is_an_error_naming_it(a: str, b: str, who: str) -> None:
     out = run(a, b)
     assert not out["ok"] and out["message"].startswith(f"{who}: "), out
+
+
+def test_the_combined_interval_is_built_on_the_log_scale_so_a_skewed_shape_stays_significant() -> (
+    None
+):
+    # a few rounds on a loaded machine: the sign-test interval is the whole range of ratios
+    skewed = {"weight": 1.0, "ratio": 300.0, "ci_low": 100.0, "ci_high": 9000.0}
+    one = _combine([skewed])
+    assert (one["ratio"], one["ci_low"], one["ci_high"], one["faster"]) == (
+        300.0,
+        100.0,
+        9000.0,
+        True,
+    )
+    two = _combine([skewed, {"weight": 1.0, "ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3}])
+    assert two["ratio"] == pytest.approx((300.0 * 1.2) ** 0.5)
+    assert 1.0 < two["ci_low"] < two["ratio"] < two["ci_high"] < 9000.0, two
+    assert two["faster"]
+    # a shape whose interval holds 1 keeps the combination from claiming a gain it cannot show
+    tie = _combine([{"weight": 1.0, "ratio": 1.01, "ci_low": 0.9, "ci_high": 1.12}] * 2)
+    assert tie["ci_low"] < 1.0 and not tie["faster"], tie
