@@ -269,6 +269,10 @@ class Arena:
         self.submits: collections.deque[float] = collections.deque(maxlen=SLACK_WINDOW)
         self.seen: list[float] = []  # what each timed call's slack took on the GPU, this op
         self.slack_short = 0  # timed calls whose slack was cut short
+        self.burst_pool: list[list[torch.Tensor]] | None = None  # the last timed shape's pool
+        self.burst_outs: list[list[torch.Tensor]] = []  # the last burst's outputs, until revealed
+        self.null_pool: list[list[torch.Tensor]] = []  # a null burst's inputs and outputs
+        self.null_outs: list[torch.Tensor] = []
 
     # --- set-up ---------------------------------------------------------------------------------
     def setup(self) -> dict[str, Any]:
@@ -506,10 +510,7 @@ class Arena:
         scale-invariant QR cache); and structure shared by both entries (zero columns,
         triangularity, near-dependent columns, row scales) survives. Returns the recipe too,
         so the judge can rebuild the exact input from its own copy of the pool."""
-        ia = rng.randrange(len(pool))
-        ib = (ia + 1 + rng.randrange(len(pool) - 1)) % len(pool)
-        theta = rng.random() * 2 * math.pi
-        c, s = math.cos(theta), math.sin(theta)
+        ia, ib, c, s = wire.fresh_recipe(rng, len(pool))
         return [wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib])], [ia, ib, c, s]
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -602,9 +603,77 @@ class Arena:
         }
         if self.cuda and msg.get("graph") and samples and sorted(samples)[len(samples) // 2] < 20.0:
             out["graph"] = self._graph_times(pool, rng)
+        self.burst_pool = pool  # the judge's clock bursts that follow draw from it
         # informational: the sampling loop (timed calls, spot-check packing) within the op
         out["wall_s"] = {"arena": (_perf_ns() - t_op) / 1e9, "loop": loop_ns / 1e9}
         return out
+
+    # --- bursts: the judge's own clock over calls back to back -----------------------------------
+    def _burst(self, fn: Any, pool: list[list[torch.Tensor]], msg: dict[str, Any]) -> list[float]:
+        """`msg["k"]` calls of `fn` back to back, each on a fresh input mixed from the pool by a
+        recipe drawn from `msg["seed"]` (as a timed call's), each call's outputs folded into its
+        commitment as it returns; one synchronize at the end. The judge times the whole request
+        on its own clock; the commitments prove that each call's output existed before the reply
+        (the judge then asks to see one of them). Only the outputs are kept, so a burst's memory
+        is its calls' outputs."""
+        rng = random.Random(msg["seed"])
+        w: torch.Tensor | None = None
+        outs, values = [], []
+        for _ in range(int(msg["k"])):
+            ia, ib, c, s = wire.fresh_recipe(rng, len(pool))
+            out = fn([wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib])])
+            if w is None:
+                numel = max((o.numel() * (2 if o.is_complex() else 1) for o in out), default=1)
+                w = wire.commit_weights(int(msg["wseed"]), self.device, numel)
+            values.append(wire.commitment(out, w))
+            outs.append(out)
+        self.burst_outs = outs
+        result = torch.stack(values).tolist() if values else []
+        self._sync()
+        return result
+
+    def burst(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A burst of the candidate's calls on the pool of the shape timed last."""
+        if self.burst_pool is None:
+            return {"ok": False, "kind": "protocol", "message": "burst before time"}
+
+        def call(inp: list[torch.Tensor]) -> list[torch.Tensor]:
+            try:
+                return self._outputs(self.kernel(*inp))
+            except CallFailed:
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                raise CallFailed(*_classify(exc)) from None
+
+        return {"ok": True, "commits": self._burst(call, self.burst_pool, msg)}
+
+    def burst_reveal(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The outputs of the burst calls the judge picked after the reply; then none are kept."""
+        outs, self.burst_outs = self.burst_outs, []
+        calls = [int(j) for j in msg["calls"]]
+        if any(not 0 <= j < len(outs) for j in calls):
+            return {"ok": False, "kind": "protocol", "message": "reveal of a call not made"}
+        return {"ok": True, "outputs": [[self.tx.pack(o, "bo") for o in outs[j]] for j in calls]}
+
+    def null_burst(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Before the candidate is imported: a burst whose kernel only writes outputs of the
+        reference's shapes, so the judge learns what a burst costs around the calls
+        (inputs, commitments, the request) while this process is still only the arena's. A
+        request with a `pool` stages a new shape's inputs for the ones that follow."""
+        if "pool" in msg:
+            self.null_pool = [
+                [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
+            ]
+            self.null_outs = [
+                torch.randn(spec["shape"], device=self.device).to(getattr(torch, spec["dtype"]))
+                for spec in msg["outputs"]
+            ]
+        outs = self.null_outs
+        # outputs written once, with zeros: a commitment over uninitialized memory may read
+        # denormals, which the CPU computes a hundred times slower than the candidate's outputs
+        commits = self._burst(lambda inp: [torch.zeros_like(o) for o in outs], self.null_pool, msg)
+        self.burst_outs = []
+        return {"ok": True, "commits": commits}
 
     def _timed_call(
         self, inp: list[torch.Tensor]
@@ -946,6 +1015,8 @@ class Arena:
                     "profile": self.profile,
                     "load_b": self.load_b,
                     "compare": self.compare,
+                    "burst": self.burst,
+                    "burst_reveal": self.burst_reveal,
                 }[op](msg)
             except CallFailed as exc:
                 reply = {"ok": False, "kind": exc.kind, "message": exc.message}
@@ -1203,10 +1274,20 @@ def main() -> None:
     # Set up and idle: an arena is started ahead of its candidate (the judge keeps one warm
     # while another candidate runs), and imports nothing of a candidate's until it is told to.
     conn.send_bytes(json.dumps({"ready": True}).encode())
-    try:
-        go = json.loads(conn.recv_bytes())
-    except (EOFError, OSError, ValueError):
-        return
+    while True:  # the judge's null bursts, then the candidate
+        try:
+            go = json.loads(conn.recv_bytes())
+        except (EOFError, OSError, ValueError):
+            return
+        if not isinstance(go, dict) or go.get("op") != "null_burst":
+            break
+        arena.tx.reset()
+        try:
+            reply = arena.null_burst(go)
+        except BaseException as exc:  # noqa: BLE001
+            reply = {"ok": False, "kind": "crash", "message": f"null burst failed: {exc}"}
+        reply["seq"] = go.get("seq")
+        conn.send_bytes(json.dumps(reply).encode())
     if not isinstance(go, dict) or go.get("op") != "load":
         return
     # The candidate's prints must never reach the judge's stdout (and are never parsed)

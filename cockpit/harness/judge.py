@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from cockpit.harness import DEFAULT_EXCHANGE, baselines, scoring, warm, wire
+from cockpit.harness import DEFAULT_EXCHANGE, baselines, judge_clock, scoring, warm, wire
 from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, ProtocolViolation
 from cockpit.harness.result import Result, ShapeResult, TimingStats, sum_breakdowns
 from cockpit.harness.static_scan import scan
@@ -90,6 +90,9 @@ class Options:
     warm: bool = False
     # per-call limits (seconds), overriding the task's `[limits]`
     limits: dict[str, float] | None = None
+    # the judge's own clock over bursts of calls, against the times the arena reports
+    # (judge_clock.py): rejects on the CPU, recorded on the shape's timing on a GPU
+    judge_clock: bool = True
 
 
 # Calls this short on the GPU are launch-latency territory for every candidate (a single Triton
@@ -209,6 +212,10 @@ class _Evaluation:
         self.arena_how = ""
         self.call_limit: tuple[str, float] | None = None  # the open request's own limit, if any
         self.called: set[str] = set()  # shapes the candidate was called on in this arena
+        # per timed shape, before the load: the fastest null burst (us) at each length of its ladder
+        self.null_us: dict[str, dict[int, float]] = {}
+        self.call_shape = ""  # the shape the open burst runs on
+        self.commits: tuple[int, int, list[float]] = (0, 0, [])  # the last burst's seeds, replies
         per_shape = baselines.load(task, opts.device).get("reference", {}).get("per_shape", {})
         self.ref_times: dict[str, float] = {
             k: float(v) for k, v in per_shape.items() if isinstance(v, int | float) and v > 0
@@ -254,7 +261,7 @@ class _Evaluation:
             # run exactly the text that was scanned and hashed, never the file again (it may
             # have changed)
             with self._arena("cockpit-eval-", {"candidate.py": self.source}):
-                self._load()
+                self._load(ref)
                 if self.opts.cascade:
                     self._cascade(ref)
                 else:
@@ -540,13 +547,16 @@ class _Evaluation:
         return (shape.describe(), seconds)
 
     # --- load -----------------------------------------------------------------------------------
-    def _load(self) -> None:
+    def _load(self, ref: Any = None) -> None:
+        """Import the candidate in the arena; with `ref`, calibrate the judge's clock first."""
         self.stage = "load"
         self._progress("importing the candidate", 0, 1)
         setup = self.arena.wait_ready(self.deadline)
         if not setup.get("ready"):
             self.res.fail(setup.get("kind", "crash"), setup.get("message", ""), stage="load")
             raise _Stop
+        if ref is not None and self.opts.judge_clock:
+            self._calibrate(ref)
         self.ch.send({"op": "load"})
         self.in_call = True
         loaded = self.ch.recv(self.deadline)
@@ -901,7 +911,6 @@ class _Evaluation:
                     shape=label,
                 )
                 raise _Stop
-        del pool
         samples, host = reply["samples"], reply["host"]
         stats = summarize(samples, host, reply.get("stop", ""), reply.get("submit"))
         if reply.get("slack_us") and samples:  # a GPU slack: count the calls that outran it
@@ -926,6 +935,8 @@ class _Evaluation:
                 self.res.flags.append(late)
             if bound := host_bound(label, stats):
                 self.res.flags.append(bound)
+        if self.opts.judge_clock:
+            self._clock_shape(ref, shape, sr, pool, label)
 
     def _rebuild(self, pool: list[tuple], recipe: Any) -> tuple[torch.Tensor, ...]:
         """The exact input of a checked timed call, from the judge's own copy of the pool: the
@@ -944,6 +955,137 @@ class _Evaluation:
                 "a malformed input recipe arrived for a checked timed call"
             ) from None
         return tuple(wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib]))
+
+    # --- the judge's clock (judge_clock.py) ------------------------------------------------------
+    def _calibrate(self, ref: Any) -> None:
+        """Null bursts for every benchmark shape (the shapes the score is made of), at every
+        length of its ladder, while the arena holds no candidate: what a burst costs besides the
+        calls."""
+        for shape in self._shapes("benchmark"):
+            entries = [
+                tuple(
+                    ref.make_inputs(
+                        dict(shape.params), secrets.randbits(62), str(self.judge_device)
+                    )
+                )
+                for _ in range(2)
+            ]
+            meta = expected_meta(ref, entries[0])
+            outputs = [
+                {"shape": list(dims), "dtype": str(dtype).removeprefix("torch.")}
+                for dims, dtype in meta
+            ]
+            ks = judge_clock.ladder(sum(math.prod(d) * t.itemsize for d, t in meta), self.device)
+            msg = {"op": "null_burst", "outputs": outputs, "k": 0}
+            staged = [[self.tx.pack(t, "n") for t in e] for e in entries]
+            self._clocked_request(dict(msg, pool=staged), null=True)  # staged, not counted
+            self.tx.reset()
+            # unmeasured: the first long burst grows the heap and touches the code paths, which
+            # the candidate's bursts later find done (a cold null would read them negative)
+            self._clocked_request(dict(msg, k=ks[-1]), null=True)
+            self.null_us[shape.describe() + shape.set] = {
+                k: min(
+                    self._clocked_request(dict(msg, k=k), null=True)
+                    for _ in range(judge_clock.BURSTS)
+                )
+                for k in ks
+            }
+
+    def _clocked_request(
+        self, msg: dict[str, Any], null: bool = False, limit: tuple[str, float] | None = None
+    ) -> float:
+        """One burst request, timed on the judge's clock (us): wall time on a GPU, the arena's
+        CPU time on the CPU (`judge_clock.cpu_us`). Its reply's commitments are kept in
+        `self.commits`. A null burst runs before the candidate exists: no call is open."""
+        msg = dict(msg, seed=secrets.randbits(62), wseed=secrets.randbits(62))
+        on_cpu = self.device == "cpu"
+        t0 = judge_clock.cpu_us(self.ch.proc.pid) if on_cpu else time.perf_counter() * 1e6
+        reply = self.ch.request(msg, self.deadline) if null else self._request(msg, limit)
+        t1 = judge_clock.cpu_us(self.ch.proc.pid) if on_cpu else time.perf_counter() * 1e6
+        elapsed = t1 - t0
+        if not reply.get("ok"):
+            self.res.fail(
+                reply.get("kind", "exception"),
+                reply.get("message", ""),
+                stage=self.stage,
+                shape="" if null else self.call_shape,
+            )
+            raise _Stop
+        commits = reply.get("commits")
+        if (
+            not isinstance(commits, list)
+            or len(commits) != msg["k"]
+            or not all(isinstance(c, int | float) for c in commits)
+        ):
+            raise ProtocolViolation("a burst's reply does not hold one commitment per call")
+        self.commits = (msg["seed"], msg["wseed"], [float(c) for c in commits])
+        return elapsed
+
+    def _clock_shape(
+        self, ref: Any, shape: Shape, sr: ShapeResult, pool: list[tuple], label: str
+    ) -> None:
+        """Bursts of the candidate's calls on the shape just timed, read against the null bursts
+        of the same length."""
+        null = self.null_us.get(shape.describe() + shape.set)
+        stats = sr.timing
+        if null is None or stats is None:
+            return
+        k = judge_clock.burst_calls(stats.median_us, sorted(null))
+        self.call_shape = label
+        limit = self._request_limit(shape, k, 0, extra_s=5.0)
+        reading = None
+        for _ in range(judge_clock.READINGS):  # a forge is implausible every time
+            bursts = []
+            for _ in range(judge_clock.BURSTS):
+                bursts.append(self._clocked_request({"op": "burst", "k": k}, limit=limit))
+                self._reveal(ref, pool, label)
+            reading = judge_clock.read(null[k], k, bursts, stats.median_us, self.device)
+            if not reading.implausible:
+                break
+        stats.judge_us = round(reading.per_call_us, 3)
+        stats.judge_ratio = round(reading.ratio, 3)
+        stats.judge_k = k
+        if reading.implausible and self.device == "cpu":
+            self.res.fail("integrity", judge_clock.message(reading), stage="time", shape=label)
+            raise _Stop
+
+    def _reveal(self, ref: Any, pool: list[tuple], label: str) -> None:
+        """One call of the last burst, picked now: its output must be right for its input and
+        match the commitment the burst's reply made for it."""
+        seed, wseed, commits = self.commits
+        j = secrets.randbelow(len(commits))
+        rng = random.Random(seed)
+        ia, ib, c, s = [wire.fresh_recipe(rng, len(pool)) for _ in range(j + 1)][j]
+        reply = self._request({"op": "burst_reveal", "calls": [j]})
+        if not reply.get("ok") or not isinstance(reply.get("outputs"), list):
+            raise ProtocolViolation("a burst's reveal did not return the call's outputs")
+        inputs = tuple(wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib]))
+        outs = self._receive_outputs(ref, inputs, reply["outputs"][0], label)
+        if outs is None:
+            raise _Stop
+        ok, metrics = run_check(self.task, ref, inputs, outs, strict=self.opts.strict)
+        if not ok:
+            self.res.fail(
+                "stale_output",
+                f"call #{j} of a burst returned a wrong result although verification passed: "
+                f"{metrics.get('message', '')}",
+                stage="time",
+                shape=label,
+            )
+            raise _Stop
+        numel = max(o.numel() * (2 if o.is_complex() else 1) for o in outs)
+        w = wire.commit_weights(wseed, self.judge_device, numel)
+        mine = float(wire.commitment(list(outs), w))
+        scale = float(wire.commitment([o.abs() for o in outs], w.abs()))
+        if not wire.commitments_agree(commits[j], mine, scale):
+            self.res.fail(
+                "integrity",
+                f"call #{j} of a burst committed to {commits[j]:.6g} but returned outputs "
+                f"whose commitment is {mine:.6g}: the burst's reply did not come from its calls",
+                stage="time",
+                shape=label,
+            )
+            raise _Stop
 
     # --- profile --------------------------------------------------------------------------------
     def _profile(self, ref: Any) -> None:

@@ -90,6 +90,11 @@ class TimingStats:
     # the launch slack's median length on the GPU (its hold follows the host's submit times)
     slack_median_us: float | None = None
     stop: str = ""  # which stopping rule ended the loop
+    # the judge's own clock over bursts of calls (judge_clock.py): the real time per call it
+    # bounds, that over the median, and the calls per burst
+    judge_us: float | None = None
+    judge_ratio: float | None = None
+    judge_k: int | None = None
 
 
 @dataclass

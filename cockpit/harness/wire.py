@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,52 @@ def combine(a: torch.Tensor, b: torch.Tensor, c: float, s: float) -> torch.Tenso
     if not a.is_floating_point():
         return a.clone()
     return torch.add(a.float().mul(c), b.float(), alpha=s).to(a.dtype)
+
+
+def fresh_recipe(rng: random.Random, n: int) -> tuple[int, int, float, float]:
+    """Which two of `n` pool entries a timed call mixes, and at what angle (`combine`). Both sides
+    draw it from one seed: the judge rebuilds any call's input without being told the recipe."""
+    ia = rng.randrange(n)
+    ib = (ia + 1 + rng.randrange(n - 1)) % n
+    theta = rng.random() * 2 * math.pi
+    return ia, ib, math.cos(theta), math.sin(theta)
+
+
+# --- commitments: a burst's reply binds every call's outputs before the judge picks one to see ---
+COMMIT_WIDTH = 4096  # random weights, tiled over an output: every element counts
+
+
+def commit_weights(seed: int, device: str | torch.device, numel: int) -> torch.Tensor:
+    """One burst's weights, `numel` of them: COMMIT_WIDTH numbers drawn on the CPU from `seed`
+    (the same on either side), tiled."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(COMMIT_WIDTH, generator=g).to(device)
+    return w.repeat(-(-max(numel, 1) // COMMIT_WIDTH))[:numel]
+
+
+def commitment(outs: list[torch.Tensor], w: torch.Tensor) -> torch.Tensor:
+    """One call's commitment: the sum over its outputs of <output, w>, in float32 (a 0-d tensor,
+    read without a synchronize). Its value cannot be known without every element of every
+    output; computing it reads each output once. A dot product, not a matmul: a candidate's
+    TF32 setting cannot change it. `w` holds at least as many weights as the largest output."""
+    total = None
+    for o in outs:
+        o = o.detach()
+        f = (torch.view_as_real(o) if o.is_complex() else o).reshape(-1).float()
+        d = torch.dot(f, w[: f.numel()])
+        total = d if total is None else total + d
+    return total if total is not None else torch.zeros((), device=w.device)
+
+
+def commitments_agree(a: float, b: float, scale: float) -> bool:
+    """Two commitments of the same output bytes, computed by the arena and by the judge (the same
+    operation; the rounding of a float32 dot is relative to `scale`, the commitment of |outputs|
+    with |w|)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= 1e-3 * scale + 1e-30
 
 
 # --- the exchange: files, or two sealed shared-memory regions -----------------------------------

@@ -135,7 +135,11 @@ def test_a_candidate_that_truncates_the_regions_gets_nowhere(tmp_path) -> None:
     path.write_text(TRUNCATE)
     res = run_judge("softmax", path, exchange="memfd", static=False)
     assert res.status == "ok", describe(res)
-    lines = [ln for ln in res.log_tail.splitlines() if ln.startswith("exchange attempts: 2 ")]
+    # the regions that exist at import: the judge's and the arena's (and the null bursts' inputs)
+    lines = [
+        ln for ln in res.log_tail.splitlines()
+        if re.match(r"exchange attempts: [2-9] ", ln)
+    ]
     assert lines, res.log_tail[-500:]
     assert not any("worked" in ln for ln in lines), lines
     assert any("shrink PermissionError" in ln and "seal PermissionError" in ln for ln in lines)

@@ -39,6 +39,7 @@ STATIC_CATCHES: dict[str, tuple[str, str]] = {
     "judge_file_deletion.py": ("static_rule", r"cockpit|wire|sys\.modules"),
     # native code that runs Python from a text held as numbers (issue 31): its C++ is scanned
     "native_pyrun_forge.py": ("native_code", r"cpp_sources line \d+: uses PyRun_SimpleString"),
+    "reply_forge.py": ("static_rule", r"multiprocessing|send_bytes|monkeypatch"),
 }
 STATIC_GAPS: dict[str, str] = {}  # every exploit above is caught statically now
 
