@@ -48,12 +48,18 @@ class LLMProposalError(ProposalError):
     should pause: "branch" for a provider outage, "session" for a session-wide budget cap."""
 
     def __init__(
-        self, reason: str, *, usage: dict[str, Any] | None = None, pause: str | None = None
+        self,
+        reason: str,
+        *,
+        usage: dict[str, Any] | None = None,
+        pause: str | None = None,
+        raise_with: str = "N",
     ) -> None:
         reason = str(scrub(reason))
         super().__init__(reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…")
         self.usage = usage or {}
         self.pause = pause
+        self.raise_with = raise_with  # for pause "stop": the `set-budget` arguments that lift it
 
 
 class _DroppedStream(Exception):
@@ -230,7 +236,10 @@ class LLMProposer:
         except BudgetExceeded as exc:
             last = f" (last reply: {step.reply_errors[-1]})" if step.reply_errors else ""
             raise LLMProposalError(
-                exc.reason + last, usage=step.usage(self.ledger), pause=exc.scope
+                exc.reason + last,
+                usage=step.usage(self.ledger),
+                pause=exc.scope,
+                raise_with=exc.raise_with,
             ) from None
 
     @property
