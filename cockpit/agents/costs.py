@@ -13,7 +13,6 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
 # The session's USD cap when neither the profile (`budget_usd`) nor `cockpit run --usd` sets one:
 # an unattended run on a priced model never spends more than this unless a person says so. Only
 # priced calls count toward it (a local server's unpriced calls cost $0; the call caps bound them).

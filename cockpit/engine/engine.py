@@ -348,7 +348,8 @@ class Engine:
         if "budget_usd" in meta or "budget_tokens" in meta:
             caps = self.ledger.caps
             last = [
-                e.payload for e in self.record.events(kinds=[events.BUDGET_CHANGED])
+                e.payload
+                for e in self.record.events(kinds=[events.BUDGET_CHANGED])
                 if "usd" in e.payload
             ]
             self.ledger.set_caps(

@@ -157,7 +157,9 @@ def test_a_session_nobody_gave_a_cap_gets_the_default_and_the_profile_or_flag_wi
             engine.close()
     # a restarted engine keeps the session's cap and where it came from
     cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=1, budget=4, mode="quick", agent="t")
-    again = Engine(tmp_path / "s" / "default", cfg, LLMProposer(parse_profile(capped)), pool=CannedPool())
+    again = Engine(
+        tmp_path / "s" / "default", cfg, LLMProposer(parse_profile(capped)), pool=CannedPool()
+    )
     try:
         again.start()
         assert (again.ledger.caps.usd, again.ledger.usd_from) == (
@@ -177,7 +179,7 @@ def test_an_unpriced_model_is_not_stopped_by_the_usd_cap(
     ledger = Ledger.with_caps(usd=0.0)  # a cap of nothing: any priced call would stop
     proposer = make_proposer(model="openai/local-coder-unpriced")
     proposer.ledger = ledger
-    for k in range(3):
+    for _ in range(3):
         prop = proposer.propose(request_for())
         assert prop.usage["unpriced_calls"] == 1 and prop.usage["cost_usd"] == 0
     assert ledger.summary()["total"]["calls"] == 3
