@@ -754,6 +754,13 @@ def cmd_send(args: argparse.Namespace) -> int:
     missing = [r for r in required if r not in a]
     if missing:
         raise UsageError(f"{name} needs --{missing[0]}")
+    if kind == "set_model":
+        from cockpit.agents.profiles import LLM_FIELDS
+
+        try:
+            a["model"] = LLM_FIELDS["model"](a["model"])
+        except ValueError as exc:
+            raise UsageError(f"set-model: the model {exc}") from None
     if kind == "set_budget":
         a = _budget_args(a)
     running = engine_pid(folder) is not None

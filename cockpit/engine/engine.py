@@ -735,6 +735,12 @@ class Engine:
             model = a.get("model")
             if not model:
                 return False, "set-model needs a model"
+            from cockpit.agents.profiles import LLM_FIELDS
+
+            try:  # the cockpit's `m` key posts what was typed
+                model = LLM_FIELDS["model"](model)
+            except ValueError as exc:
+                return False, f"set-model: the model {exc}"
             if a.get("branch") and self._branch(a).state == "retired":  # e.g. queued, then retired
                 return False, f"{a['branch']} is retired"
             targets = (

@@ -165,3 +165,41 @@ def test_set_model_switches_a_branch_to_another_provider_while_a_call_is_in_flig
     switch_id = changed[0].id
     late = [e for e in proposed if e.id > switch_id and e.payload.get("model") == OPENAI_MODEL]
     assert len(late) == 1
+
+    # a model string that cannot be one is refused when sent, in one line, and nothing queued
+    bad = _cockpit(tmp_path, "send", "sw", "set-model", "claude", "haiku", "--queue", timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert bad.stderr.strip().count("\n") == 0
+    assert "set-model: the model must be a model name like openai/gpt-4o" in bad.stderr
+    with SessionRecord.open_readonly(tmp_path / "sessions" / "sw") as rec:
+        assert [c.kind for c in rec.commands()] == ["set_model"]
+
+
+def test_the_engine_refuses_a_set_model_that_is_no_model_name(keys, write_profile, tmp_path):
+    """What the cockpit's `m` key posts goes to the engine without the CLI's check."""
+    from test_engine_loop import CannedPool
+
+    from cockpit.agents.llm import LLMProposer
+    from cockpit.agents.profiles import parse_profile
+    from cockpit.engine.config import EngineConfig
+    from cockpit.engine.engine import Engine
+    from cockpit.store import create_session
+
+    path = write_profile(name="p", proposer="llm", model=OPENAI_MODEL)
+    cfg = EngineConfig(task=str(TOYTASK), device="cpu", beam=1, budget=4, mode="quick", agent="t")
+    folder = create_session(
+        "m", task="toyscale", device="cpu", sessions_dir=tmp_path / "s", config=cfg.to_dict()
+    )
+    engine = Engine(folder, cfg, LLMProposer(parse_profile(path)), pool=CannedPool())
+    try:
+        engine.start()
+        with SessionRecord.open(folder) as rec:
+            rec.post_command("set_model", {"model": "gpt 4o", "branch": "b1"}, source="tui")
+            rec.post_command("set_model", {"model": ANTHROPIC_MODEL, "branch": "b1"}, source="tui")
+        engine.apply_commands()
+        acks = engine.record.events(kinds=[ev.COMMAND_ACKED])
+        assert [a.payload["ok"] for a in acks] == [False, True]
+        assert "set-model: the model must be a model name" in acks[0].payload["message"]
+        assert engine.branches["b1"].model == ANTHROPIC_MODEL
+    finally:
+        engine.close()
