@@ -16,6 +16,7 @@ minute). Checks, each a line of the report's `problems` when it fails:
 - the kinds of verdict the script asks for all occur (ok, wrong, timeout, one naming a raising
   candidate's exception, and a flood whose output was truncated);
 - SQLite's `PRAGMA integrity_check` of session.db is `ok` and `git fsck --full` is clean;
+- the API key set for the run is in no byte of the session folder and no commit;
 - no process started for the run is left (every process whose environment carries this run's
   sessions folder, found with psutil).
 
@@ -361,6 +362,9 @@ def _account(folder: Path, env: dict[str, str], received: int) -> dict[str, Any]
         problems.append(f"no verdict names a raising candidate's exception: {statuses}")
     if not truncated:
         problems.append("no verdict says its output was truncated")
+    leaks = _key_leaks(folder, env["OPENAI_API_KEY"])
+    if leaks:
+        problems.append(f"the API key is in {leaks[:5]}")
     con = sqlite3.connect(f"file:{folder / 'session.db'}?mode=ro", uri=True)
     try:
         integrity = con.execute("PRAGMA integrity_check").fetchall()
@@ -392,6 +396,24 @@ def _account(folder: Path, env: dict[str, str], received: int) -> dict[str, Any]
         "git_fsck_rc": fsck.returncode,
         "problems": problems,
     }
+
+
+def _key_leaks(folder: Path, key: str) -> list[str]:
+    """Where the key's bytes occur: any file of the session folder, or the git history."""
+    found = []
+    needle = key.encode()
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                if needle in path.read_bytes():
+                    found.append(str(path.relative_to(folder)))
+    log = subprocess.run(
+        ["git", "-C", str(folder / "repo"), "log", "--all", "-p", "--format=%H %B"],
+        capture_output=True,
+    )
+    if needle in log.stdout:
+        found.append("git history")
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
