@@ -74,8 +74,9 @@ class Ledger:
     requests: int = 0
     request_cap: int | None = None
     request_cap_why: str = ""
-    # where the session's USD cap came from when no person set it at run time ("the default for
-    # priced models", "the profile's budget_usd"); named in the reason when it is reached
+    # where the session's USD cap came from ("the default for priced models", "the profile's
+    # budget_usd", "set by cockpit run --usd", "set by set-budget --usd"); named in the reason
+    # when it is reached
     usd_from: str = ""
 
     @classmethod

@@ -45,7 +45,8 @@ MAX_REASON = 600
 
 class LLMProposalError(ProposalError):
     """A ProposalError that also carries what the failed attempt cost, and whether the engine
-    should pause: "branch" for a provider outage, "session" for a session-wide budget cap."""
+    should pause or stop: "branch" for a provider outage, "session" for the session's token cap,
+    "stop" for the model request cap and the session's USD cap (the session stops, resumable)."""
 
     def __init__(
         self,
