@@ -116,6 +116,13 @@ def test_the_usd_cap_stops_the_session_at_the_cap_and_resume_goes_on_under_a_rai
     assert "(set by set-budget --usd)" in st["reason"] and "cockpit resume usd" in st["reason"]
     assert abs(st["spend"]["usd"] - 5 * one) < 1e-9
 
+    # resumed without raising it: the cap holds across the restart, not one more call
+    held = _cockpit(tmp_path, "resume", "usd")
+    assert held.returncode == 0, held.stdout[-3000:] + held.stderr[-3000:]
+    assert len(provider.received) == 5
+    st = _status(tmp_path, "usd")
+    assert st["state"] == "stopped" and "LLM spending cap reached" in st["reason"], st
+
 
 def test_bad_usd_flag_is_one_line_and_no_session(tmp_path):
     r = _cockpit(tmp_path, "run", str(TOYTASK), "--session", "bad", "--usd", "lots", timeout=60)
