@@ -86,6 +86,19 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         raise UsageError(f"--beam {args.beam}: choose 1 to 8 branches (3-5 recommended)")
     if args.budget < 1:
         raise UsageError(f"--budget {args.budget}: must be at least 1 evaluation")
+    extra: dict[str, Any] = {"api_base": args.api_base} if getattr(args, "api_base", None) else {}
+    if getattr(args, "usd", None) is not None:
+        text = str(args.usd).strip().lstrip("$").replace("_", "").replace(",", "")
+        if text.lower() in ("none", "off"):
+            extra["usd"] = None
+        else:
+            try:
+                usd = float(text)
+            except ValueError:
+                usd = -1.0
+            if not 0 <= usd < float("inf"):
+                raise UsageError(f"--usd {args.usd!r}: not an amount in USD (like 5, $2.50, none)")
+            extra["usd"] = usd
     return EngineConfig(
         task=str(task_root),
         device=device,
@@ -104,7 +117,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         backend=getattr(args, "backend", None) or "local",
         ray_address=getattr(args, "ray_address", None),
         ray_cpus=getattr(args, "ray_cpus", None) or 1.0,
-        extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
+        extra=extra,
     )
 
 
@@ -506,6 +519,57 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def spend_of(rec: Any, meta: dict[str, Any]) -> dict[str, Any]:
+    """What the session's model calls cost, per model and per provider, from each call's record
+    (`usage.calls_detail` of the events that end a proposal, cancelled ones included), with the
+    requests sent (every attempt, failed ones too) and the USD cap."""
+    from cockpit.agents.keys import provider_of
+    from cockpit.store import events as ev
+
+    kinds = (ev.CANDIDATE_PROPOSED, ev.PROPOSAL_FAILED, ev.PROPOSAL_DISCARDED)
+    rows = rec.execute(
+        "SELECT json_extract(payload, '$.usage.calls_detail'), "
+        "json_extract(payload, '$.usage.attempts') FROM events "
+        f"WHERE kind IN ({', '.join('?' * len(kinds))}) "
+        "AND json_extract(payload, '$.usage') IS NOT NULL",
+        kinds,
+    )
+
+    def zero() -> dict[str, Any]:
+        return {"calls": 0, "tokens": 0, "usd": 0.0, "unpriced_calls": 0}
+
+    total, models, providers, requests = zero(), {}, {}, 0
+    for detail_text, attempts in rows:
+        try:
+            detail = json.loads(detail_text) if detail_text else []
+        except ValueError:
+            detail = []
+        detail = [c for c in detail if isinstance(c, dict)] if isinstance(detail, list) else []
+        requests += attempts if isinstance(attempts, int) else len(detail)
+        for c in detail:
+            model = str(c.get("model") or "")
+            cost = c.get("cost_usd")
+            tokens = int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0)
+            for acc in (
+                total,
+                models.setdefault(model, zero()),
+                providers.setdefault(provider_of(model), zero()),
+            ):
+                acc["calls"] += 1
+                acc["tokens"] += tokens
+                if isinstance(cost, int | float):
+                    acc["usd"] = round(acc["usd"] + cost, 10)
+                else:
+                    acc["unpriced_calls"] += 1
+    return {
+        **total,
+        "requests": requests,
+        "cap_usd": meta.get("budget_usd"),
+        "models": models,
+        "providers": providers,
+    }
+
+
 def status_dict(folder: Path) -> dict[str, Any]:
     from cockpit.store import SessionRecord, engine_pid
     from cockpit.store.sessions import effective_state
@@ -516,6 +580,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
         meta = rec.meta()
         branches = rec.branches()
         cands = rec.candidates()
+        spend = spend_of(rec, meta)
     evaluated = evaluations(cands)
     state = effective_state(meta.get("state"), pid is not None)
     ok = [c for c in cands if c.rankable]
@@ -536,6 +601,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
         "ended": end_reason(state, meta, branches, evaluated),
         "ended_t": meta.get("state_t") if state in ("done", "stopped") else None,
         "budget": meta.get("budget"),
+        "spend": spend,
         "evaluations": evaluated,
         "candidates": len(cands),
         "branches": [
@@ -594,6 +660,19 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
         f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
     )
+    sp = d["spend"]
+    if sp["calls"] or sp["requests"]:
+        cap = "no cap" if sp["cap_usd"] is None else f"cap ${sp['cap_usd']:.4f}"
+        per = " · ".join(
+            f"{name} ${v['usd']:.4f} ({v['calls']} calls, {v['tokens']:,} tokens)"
+            for name, v in sp["providers"].items()
+        )
+        con.print(
+            f"model spend ${sp['usd']:.4f} ({cap}) · {sp['requests']} requests"
+            + (f" · {per}" if per else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     if d["ended"]:
         when = (
             time.strftime(" %Y-%m-%d %H:%M", time.localtime(d["ended_t"])) if d["ended_t"] else ""
@@ -675,6 +754,13 @@ def cmd_send(args: argparse.Namespace) -> int:
     missing = [r for r in required if r not in a]
     if missing:
         raise UsageError(f"{name} needs --{missing[0]}")
+    if kind == "set_model":
+        from cockpit.agents.profiles import LLM_FIELDS
+
+        try:
+            a["model"] = LLM_FIELDS["model"](a["model"])
+        except ValueError as exc:
+            raise UsageError(f"set-model: the model {exc}") from None
     if kind == "set_budget":
         a = _budget_args(a)
     running = engine_pid(folder) is not None
@@ -815,6 +901,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="LLM model for every branch, e.g. anthropic/claude-sonnet-4-6 (llm profiles)",
         )
         s.add_argument("--api-base", help="OpenAI-compatible base URL (ollama, vLLM, a proxy)")
+        s.add_argument(
+            "--usd",
+            metavar="AMOUNT",
+            help="stop the session once priced model calls have cost this much (default: the "
+            "profile's budget_usd, else $20; none = no cap); unpriced local models have the call "
+            "caps only",
+        )
         s.add_argument("--mode", choices=["quick", "iterate", "final"], default="iterate")
         s.add_argument(
             "--plateau",

@@ -13,14 +13,21 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The session's USD cap when neither the profile (`budget_usd`) nor `cockpit run --usd` sets one:
+# an unattended run on a priced model never spends more than this unless a person says so. Only
+# priced calls count toward it (a local server's unpriced calls cost $0; the call caps bound them).
+DEFAULT_USD_CAP = 20.0
+
 
 class BudgetExceeded(Exception):
-    def __init__(self, reason: str, scope: str) -> None:
+    def __init__(self, reason: str, scope: str, raise_with: str = "N") -> None:
         super().__init__(reason)
         self.reason = reason
-        # "session" (the profile's cap: pause), "branch", or "stop" (the request cap: the
-        # session stops)
+        # "session" (the token cap: pause), "branch", or "stop" (the request cap and the USD
+        # cap: the session stops, resumable)
         self.scope = scope
+        # the `set-budget` arguments that lift it: "N" (evaluations) or "--usd N"
+        self.raise_with = raise_with
 
 
 @dataclass
@@ -67,15 +74,22 @@ class Ledger:
     requests: int = 0
     request_cap: int | None = None
     request_cap_why: str = ""
+    # where the session's USD cap came from ("the default for priced models", "the profile's
+    # budget_usd", "set by cockpit run --usd", "set by set-budget --usd"); named in the reason
+    # when it is reached
+    usd_from: str = ""
 
     @classmethod
     def with_caps(cls, usd: float | None = None, tokens: int | None = None) -> Ledger:
         return cls(caps=Caps(usd, tokens))
 
-    def set_caps(self, usd: float | None = None, tokens: int | None = None) -> None:
+    def set_caps(
+        self, usd: float | None = None, tokens: int | None = None, usd_from: str = ""
+    ) -> None:
         """The session-wide caps (`set-budget --usd/--tokens`); None removes a cap."""
         with self._lock:
             self.caps = Caps(usd, tokens)
+            self.usd_from = usd_from
 
     def set_branch_cap(
         self, branch: str, usd: float | None = None, tokens: int | None = None
@@ -123,7 +137,24 @@ class Ledger:
                 if caps is None:
                     continue
                 who = "the session" if scope == "session" else f"branch {branch}"
-                if caps.usd is not None and spend.cost_usd >= caps.usd:
+                # only priced calls count: unpriced ones (a local server) cost $0 and never
+                # reach a USD cap, not even one of $0
+                usd_reached = (
+                    caps.usd is not None
+                    and spend.calls > spend.unpriced_calls
+                    and spend.cost_usd >= caps.usd
+                )
+                if scope == "session" and usd_reached:
+                    # the session's spending cap stops the run (resumable), not a pause: an
+                    # unattended session should end, not hold its workers waiting for a person
+                    raise BudgetExceeded(
+                        f"LLM spending cap reached: ${spend.cost_usd:.4f} of the session's "
+                        f"${caps.usd:.4f} cap spent on priced model calls"
+                        + (f" ({self.usd_from})" if self.usd_from else ""),
+                        "stop",
+                        raise_with="--usd N",
+                    )
+                if usd_reached:
                     raise BudgetExceeded(
                         f"LLM budget reached for {who}: ${spend.cost_usd:.4f} of ${caps.usd:.4f} spent",
                         scope,

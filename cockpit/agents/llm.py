@@ -45,15 +45,22 @@ MAX_REASON = 600
 
 class LLMProposalError(ProposalError):
     """A ProposalError that also carries what the failed attempt cost, and whether the engine
-    should pause: "branch" for a provider outage, "session" for a session-wide budget cap."""
+    should pause or stop: "branch" for a provider outage, "session" for the session's token cap,
+    "stop" for the model request cap and the session's USD cap (the session stops, resumable)."""
 
     def __init__(
-        self, reason: str, *, usage: dict[str, Any] | None = None, pause: str | None = None
+        self,
+        reason: str,
+        *,
+        usage: dict[str, Any] | None = None,
+        pause: str | None = None,
+        raise_with: str = "N",
     ) -> None:
         reason = str(scrub(reason))
         super().__init__(reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…")
         self.usage = usage or {}
         self.pause = pause
+        self.raise_with = raise_with  # for pause "stop": the `set-budget` arguments that lift it
 
 
 class _DroppedStream(Exception):
@@ -230,7 +237,10 @@ class LLMProposer:
         except BudgetExceeded as exc:
             last = f" (last reply: {step.reply_errors[-1]})" if step.reply_errors else ""
             raise LLMProposalError(
-                exc.reason + last, usage=step.usage(self.ledger), pause=exc.scope
+                exc.reason + last,
+                usage=step.usage(self.ledger),
+                pause=exc.scope,
+                raise_with=exc.raise_with,
             ) from None
 
     @property

@@ -305,9 +305,26 @@ class Engine:
         else:
             caps = {}
             if self.ledger is not None:
-                caps = {"usd": self.ledger.caps.usd, "tokens": self.ledger.caps.tokens}
+                caps = self._initial_caps()
             self._emit(events.BUDGET_CHANGED, {"budget": self.budget, "previous": None, **caps})
             self._create_initial_beam()
+
+    def _initial_caps(self) -> dict[str, Any]:
+        """A new session's LLM caps: the USD cap of `cockpit run --usd` (None: no cap), else the
+        profile's `budget_usd`, else DEFAULT_USD_CAP (only priced calls count toward it, so a
+        local server's unpriced model is bounded by the call caps alone)."""
+        from cockpit.agents.costs import DEFAULT_USD_CAP
+
+        caps = self.ledger.caps
+        if "usd" in self.cfg.extra:
+            usd, where = self.cfg.extra["usd"], "set by cockpit run --usd"
+        elif caps.usd is not None:
+            usd, where = caps.usd, "the profile's budget_usd"
+        else:
+            usd, where = DEFAULT_USD_CAP, "the default for priced models"
+        usd = None if usd is None else float(usd)
+        self.ledger.set_caps(usd=usd, tokens=caps.tokens, usd_from=where)
+        return {"usd": usd, "tokens": caps.tokens, "usd_from": where}
 
     def _restore_costs(self, meta: dict[str, Any]) -> None:
         """The LLM ledger from the record: every call's cost is in the usage of the event that
@@ -330,8 +347,15 @@ class Engine:
             self.ledger.count_request(requests)
         if "budget_usd" in meta or "budget_tokens" in meta:
             caps = self.ledger.caps
+            last = [
+                e.payload
+                for e in self.record.events(kinds=[events.BUDGET_CHANGED])
+                if "usd" in e.payload
+            ]
             self.ledger.set_caps(
-                usd=meta.get("budget_usd", caps.usd), tokens=meta.get("budget_tokens", caps.tokens)
+                usd=meta.get("budget_usd", caps.usd),
+                tokens=meta.get("budget_tokens", caps.tokens),
+                usd_from=str(last[-1].get("usd_from") or "") if last else "",
             )
 
     def _new_candidate_id(self) -> str:
@@ -711,6 +735,12 @@ class Engine:
             model = a.get("model")
             if not model:
                 return False, "set-model needs a model"
+            from cockpit.agents.profiles import LLM_FIELDS
+
+            try:  # the cockpit's `m` key posts what was typed
+                model = LLM_FIELDS["model"](model)
+            except ValueError as exc:
+                return False, f"set-model: the model {exc}"
             if a.get("branch") and self._branch(a).state == "retired":  # e.g. queued, then retired
                 return False, f"{a['branch']} is retired"
             targets = (
@@ -794,10 +824,15 @@ class Engine:
             )
             if (usd is not None and usd < 0) or (tokens is not None and tokens < 0):
                 return False, "LLM caps must be >= 0"
+            usd_from = self.ledger.usd_from if "usd" not in a else "set by set-budget --usd"
             payload.update(
-                usd=usd, tokens=tokens, previous_usd=caps.usd, previous_tokens=caps.tokens
+                usd=usd,
+                tokens=tokens,
+                previous_usd=caps.usd,
+                previous_tokens=caps.tokens,
+                usd_from=usd_from,
             )
-            self.ledger.set_caps(usd=usd, tokens=tokens)
+            self.ledger.set_caps(usd=usd, tokens=tokens, usd_from=usd_from)
             spent = self.ledger.summary()["total"]
             parts.append(
                 f"LLM cap {'none' if usd is None else f'${usd:.4f}'} (${spent['cost_usd']:.4f} spent), "
@@ -1044,14 +1079,15 @@ class Engine:
             for other in list(self.branches.values()):
                 self._cancel(other, "the session paused: LLM budget reached")
             self._emit(events.SESSION_STATE, {"state": "paused", "reason": exc.reason})
-        elif pause == "stop" and not self.stopping:  # the model request cap
+        elif pause == "stop" and not self.stopping:  # the model request cap or the USD cap
             self.stopping = True
+            how = getattr(exc, "raise_with", None) or "N"
             self.stop_reason = (
-                f"{exc.reason}; to go on: cockpit send {self.dir.name} set-budget N --queue, then "
-                f"cockpit resume {self.dir.name}"
+                f"{exc.reason}; to go on: cockpit send {self.dir.name} set-budget {how} --queue, "
+                f"then cockpit resume {self.dir.name}"
             )
             for other in list(self.branches.values()):
-                self._cancel(other, "the session is stopping: model call cap reached")
+                self._cancel(other, f"the session is stopping: {exc.reason[:120]}")
             self._emit(events.NOTE, {"text": f"stopping: {self.stop_reason}"})
         if exc.exhausted:
             self._plateau(b, exc.reason)

@@ -76,6 +76,7 @@ class FakeProvider:
     received: list[Received] = field(default_factory=list)
     default: Reply = field(default_factory=lambda: Reply(text="no script left"))
     lock: threading.Lock = field(default_factory=threading.Lock)
+    answered: int = 0  # requests whose reply has been sent in full (or cut): the rest are in flight
 
     @property
     def port(self) -> int:
@@ -118,6 +119,13 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             with fake.lock:
                 fake.received.append(Received(self.path, dict(self.headers), body, raw))
             reply = fake.next()
+            try:
+                self._answer(reply, body)
+            finally:
+                with fake.lock:
+                    fake.answered += 1
+
+        def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             anthropic = self.path.rstrip("/").endswith("/messages")

@@ -10,6 +10,7 @@ import time
 from agents_helpers import reply_with
 from test_engine_loop import TOYTASK, CannedPool
 
+from cockpit.agents.costs import DEFAULT_USD_CAP
 from cockpit.agents.llm import LLMProposer
 from cockpit.agents.profiles import parse_profile
 from cockpit.engine.config import EngineConfig
@@ -101,7 +102,7 @@ def test_token_cap_holds_across_resume_and_set_budget_moves_it(
         600,
         450,
         5.0,
-        None,
+        DEFAULT_USD_CAP,  # the profile sets none: the default for priced models was the cap
     )
     assert change["budget"] == 20
     assert (

@@ -202,8 +202,9 @@ def test_usd_cap_stops_new_calls_once_spent(provider, make_proposer, request_for
     prop = make_proposer(budget_usd=round(one * 2.5, 8))
     for _ in range(3):
         prop.propose(request_for())
-    with pytest.raises(ProposalError, match="LLM budget reached"):
+    with pytest.raises(ProposalError, match="LLM spending cap reached") as info:
         prop.propose(request_for(branch="b2"))
+    assert info.value.pause == "stop" and info.value.raise_with == "--usd N"
     assert len(provider.received) == 3
     assert prop.ledger.summary()["total"]["cost_usd"] == pytest.approx(3 * one)
 
