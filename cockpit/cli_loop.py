@@ -71,7 +71,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
     from cockpit.harness import DEFAULT_EXCHANGE
 
     try:
-        load_profile(args.agent)
+        profile = load_profile(args.agent)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
     # checked before a session folder exists (the proposer would refuse them only at start)
@@ -82,6 +82,8 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
                 LLM_FIELDS[name](value)
             except ValueError as exc:
                 raise UsageError(f"--{name.replace('_', '-')} {exc}") from None
+    if profile.proposer == "llm":
+        _check_models(profile, getattr(args, "model", None))
     if not 1 <= args.beam <= 8:
         raise UsageError(f"--beam {args.beam}: choose 1 to 8 branches (3-5 recommended)")
     if args.budget < 1:
@@ -106,6 +108,32 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         ray_cpus=getattr(args, "ray_cpus", None) or 1.0,
         extra={"api_base": args.api_base} if getattr(args, "api_base", None) else {},
     )
+
+
+def _check_models(profile, model: str | None) -> None:
+    """Every model the run would call names a provider litellm knows: `--model`, else the
+    profile's `model`; and the profile's `fallbacks`."""
+    from cockpit.agents.llm import check_model
+
+    s = profile.settings()
+    named = [("--model", model)] if model else [(f"{profile.path}: field 'model'", s.model)]
+    named += [(f"{profile.path}: field 'fallbacks'", m) for m in s.fallbacks]
+    for where, m in named:
+        try:
+            check_model(m)
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+
+
+def _check_reference(task) -> None:
+    """reference.py imports and runs on one small shape, before a session folder exists."""
+    from cockpit.harness.task import TaskError
+    from cockpit.harness.verify import check_reference
+
+    try:
+        check_reference(task)
+    except TaskError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_backend(backend: str | None, address: str | None) -> None:
@@ -360,7 +388,13 @@ class HeadlessPrinter:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from cockpit.store import create_session
+    from cockpit.store.sessions import check_session_name
 
+    if args.session is not None:  # before the slow checks: a typo in the name is seen at once
+        try:
+            check_session_name(args.session)
+        except ValueError as exc:
+            raise UsageError(f"--session: {exc}") from None
     task = _load_task(args.task)
     if getattr(args, "backend", "local") == "ray":
         device = _ray_device(args)
@@ -370,6 +404,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--ray-cpus goes with --backend ray")
         device = _device(args.device)
     cfg = _config(args, task.root, device)
+    _check_reference(task)
     try:
         folder = create_session(
             args.session,
@@ -378,8 +413,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             sessions_dir=args.sessions_dir,
             config=cfg.to_dict(),
         )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    except ValueError as exc:  # the name
+        raise UsageError(f"--session: {exc}") from None
     if (
         not args.detach
         and not getattr(args, "headless", False)

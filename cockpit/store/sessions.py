@@ -47,11 +47,10 @@ def create_session(
 
     The name defaults to `<task>-YYYYmmdd-HHMMSS`; a taken name gets `-2`, `-3`, ... (mkdir is
     the atomic test, so two processes creating at the same second get distinct folders)."""
+    base = f"{task}-{time.strftime('%Y%m%d-%H%M%S')}" if name is None else name
+    check_session_name(base)
     root = resolve_sessions_dir(sessions_dir)
     root.mkdir(parents=True, exist_ok=True)
-    base = name or f"{task}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if not _NAME_RE.match(base):
-        raise ValueError(f"bad session name {base!r} (letters, digits, '.', '_', '-')")
     folder = _unique_folder(root, base)
     with SessionRecord.open(folder, create=True) as record:
         payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
@@ -62,6 +61,16 @@ def create_session(
 
     CandidateRepo(folder / REPO_DIR).close()
     return folder
+
+
+def check_session_name(name: str) -> None:
+    """ValueError unless `name` is one plain folder name: no '/', no '..', not empty, no
+    leading '.' or '-', nothing but letters, digits, '.', '_' and '-'."""
+    if not _NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"bad session name {name!r}: letters, digits, '.', '_', '-', starting with a "
+            "letter or digit"
+        )
 
 
 def _unique_folder(root: Path, base: str) -> Path:
