@@ -184,7 +184,10 @@ def _start(
     folder: Path, detach: bool, headless: bool, overrides: dict[str, Any] | None = None
 ) -> int:
     if detach:
-        log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
+        # handed to the child; private like everything in the session folder
+        log = os.fdopen(
+            os.open(folder / "engine.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab"
+        )
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in (overrides or {}).items()]
         proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.cli", "_engine", str(folder), *flags],
@@ -247,7 +250,9 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     from cockpit.engine.engine import Engine, Interrupted
     from cockpit.engine.ray_backend import BackendUnavailable
     from cockpit.store import SessionLocked, SessionRecord
+    from cockpit.store.sessions import make_private
 
+    make_private(folder)  # this process (and its workers) writes only into the session
     with SessionRecord.open_readonly(folder) as rec:
         meta = rec.meta()
     cfg = EngineConfig.from_dict({**(meta.get("config") or {}), **(overrides or {})})
