@@ -335,6 +335,10 @@ class HeadlessPrinter:
         return self.progress.__exit__(*a)
 
     def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        # recorded text (a candidate's exception, a provider's error body) is never markup:
+        # `[redacted]` must show, and a stray `[/x]` must not raise MarkupError in the engine
+        from rich.markup import escape
+
         from cockpit.render import fmt_us
         from cockpit.store.commands import typed_name
 
@@ -352,13 +356,14 @@ class HeadlessPrinter:
             line = (
                 f"{c:6s} {b:4s} {status:16s} score {fmt_us(info.get('score_us')):>10s}  {reasons}"
             )
-            self.progress.console.print(line)
+            self.progress.console.print(line, markup=False)  # a candidate's words, never markup
             self.progress.update(self.task, completed=self.done)
         elif kind == "budget_changed":
             self.progress.update(self.task, total=info.get("budget"))
         elif kind == "best_changed":
             self.progress.console.print(
-                f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} ({info.get('why', '')})[/green]"
+                f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} "
+                f"({escape(str(info.get('why', '')))})[/green]"
             )
             self.progress.update(self.task, description=f"best {fmt_us(info.get('score_us'))}")
         elif kind in (
@@ -369,12 +374,14 @@ class HeadlessPrinter:
             "branch_forked",
         ):
             detail = info.get("reason") or info.get("family") or info.get("state") or ""
-            self.progress.console.print(f"[yellow]{kind.replace('_', ' ')} {b}: {detail}[/yellow]")
+            self.progress.console.print(
+                f"[yellow]{kind.replace('_', ' ')} {b}: {escape(str(detail))}[/yellow]"
+            )
         elif kind == "command_acked":
             mark = "✓" if info.get("ok") else "✗"
             self.progress.console.print(
                 f"[cyan]{mark} command {typed_name(str(info.get('kind')))}: "
-                f"{info.get('message')}[/cyan]"
+                f"{escape(str(info.get('message')))}[/cyan]"
             )
         elif kind == "session_state" and info.get("state") in ("done", "stopped", "crashed"):
             # why the run ended, as the engine recorded it (one sentence for `done`)
@@ -384,10 +391,12 @@ class HeadlessPrinter:
             # the engine's words (never markup), one line whole, also in a pipe
             self.progress.console.print(Text(line, style="bold"), soft_wrap=True)
         elif kind == "proposal_failed":
-            self.progress.console.print(f"[dim]{b}: no proposal ({info.get('reason')})[/dim]")
+            self.progress.console.print(
+                f"[dim]{b}: no proposal ({escape(str(info.get('reason')))})[/dim]"
+            )
         elif kind == "proposal_cancelled":
             self.progress.console.print(
-                f"[dim]{b}: proposal cancelled ({info.get('reason')})[/dim]"
+                f"[dim]{b}: proposal cancelled ({escape(str(info.get('reason')))})[/dim]"
             )
 
 
@@ -618,7 +627,10 @@ def status_dict(folder: Path) -> dict[str, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    # the record's words (reasons quote providers and candidates) are shown as text, never markup
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from cockpit.render import fmt_us
 
@@ -630,7 +642,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     best = d["best"]
     con.print(
         f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
-        f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
+        f"{' (' + escape(d['reason']) + ')' if d.get('reason') else ''}"
         f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
         f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
     )
@@ -640,19 +652,19 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         # the sentence once: an engine that wrote it as its reason has it on the line above
         why = "" if d["ended"] == d.get("reason") else f": {d['ended']}"
-        con.print(f"ended{when}{why}", highlight=False, soft_wrap=True)
+        con.print(f"ended{when}{why}", highlight=False, soft_wrap=True, markup=False)
     t = Table(title_justify="left")
     for col in ("branch", "family", "state", "best", "candidate", "plateaus", "why"):
         t.add_column(col)
     for b in d["branches"]:
         t.add_row(
             b["id"],
-            b["family"] or "",
+            Text(b["family"] or ""),
             b["state"] or "",
             fmt_us(b["best_us"]),
             b["best_candidate"] or "",
             str(b["plateaus"]),
-            b["reason"] or "",
+            Text(b["reason"] or ""),
         )
     con.print(t)
     return 0

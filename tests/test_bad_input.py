@@ -356,3 +356,41 @@ def test_every_shipped_binding_key_passes_the_key_check_and_a_good_file_loads(tm
     good.write_text('notify_on = ["best"]\n[keys]\n"cockpit.toggle_branch" = "p"\n'
                     '"cockpit.fork" = "F,ctrl+f"\n"cockpit.filter" = "question_mark,f5"\n')
     assert load_config(good).keys["cockpit.fork"] == "F,ctrl+f"
+
+
+# --- recorded text shown by the CLI --------------------------------------------------------------
+HOSTILE = "credentials received: Bearer [redacted] then a stray [/dim] and [bold]x[/bold]"
+
+
+def test_cockpit_status_shows_recorded_reasons_as_text_not_markup(tmp_path):
+    """Reasons quote providers and candidates: `[redacted]` must show, `[/dim]` must not raise."""
+    from cockpit.store import SessionRecord, create_session
+    from cockpit.store import events as ev
+
+    folder = create_session("hostile", task="toyscale", device="cpu", sessions_dir=tmp_path)
+    with SessionRecord.open(folder) as rec:
+        rec.append(ev.BRANCH_CREATED, {"family": "[red]chunked", "model": None,
+                                        "parent_candidate": None, "instruction": None}, "b1")
+        rec.append(ev.BRANCH_STATE, {"state": "paused", "reason": HOSTILE}, "b1")
+        rec.append(ev.SESSION_STATE, {"state": "stopped", "reason": "quota [redacted] [/x]"})
+    r = cockpit("status", str(folder), env={"COLUMNS": "250"})
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert HOSTILE in r.stdout and "quota [redacted] [/x]" in r.stdout and "[red]chunked" in r.stdout
+
+
+def test_the_headless_printer_shows_recorded_text_as_text_not_markup():
+    """A candidate whose exception says `[/x]` must not raise MarkupError in the engine's printer
+    (it runs in the engine's thread: that would end the run)."""
+    from cockpit.cli_loop import HeadlessPrinter
+
+    printer = HeadlessPrinter(4)
+    with printer.console.capture() as cap:
+        printer("evaluation_finished", {"branch": "b1", "candidate": "c0002", "status": "error",
+                                        "reasons": [{"kind": "exception", "message": HOSTILE}]})
+        printer("proposal_failed", {"branch": "b1", "reason": HOSTILE})
+        printer("proposal_cancelled", {"branch": "b1", "reason": HOSTILE})
+        printer("branch_state", {"branch": "b1", "reason": HOSTILE})
+        printer("command_acked", {"kind": "redirect", "ok": False, "message": HOSTILE})
+        printer("best_changed", {"branch": "b1", "candidate": "c2", "score_us": 3.0, "why": HOSTILE})
+    out = " ".join(cap.get().split())  # wrapped at the console's width
+    assert out.count("[redacted] then a stray [/dim] and [bold]x[/bold]") == 6, out
