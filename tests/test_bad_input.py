@@ -230,6 +230,48 @@ def test_a_reference_that_raises_stops_cockpit_run_before_any_session_exists(tmp
     assert not sessions.exists()
 
 
+HIDDEN_ONLY = """
+_make_inputs = make_inputs
+
+
+def make_inputs(shape, seed, device):
+    if shape["rows"] == 37:  # the toy task's hidden shape only: the start-up check passes
+        raise ValueError("cannot build these inputs")
+    return _make_inputs(shape, seed, device)
+"""
+
+
+def test_a_reference_that_raises_on_a_hidden_shape_only(tmp_path):
+    """Mid-evaluation: `cockpit eval` is one line, exit 2; a `cockpit run` stops `stopped` after
+    the first evaluation with the reason naming reference.py (not a budget of crashes)."""
+    import json
+
+    root = toy_task(tmp_path)
+    ref = root / "reference.py"
+    ref.write_text(ref.read_text() + HIDDEN_ONLY)
+    r = cockpit("eval", str(root), str(SEED), "--device", "cpu", "--quick", "--json")
+    assert_one_line_error(r, str(ref), "make_inputs() raised ValueError: cannot build these inputs")
+    sessions = tmp_path / "sessions"
+    r = cockpit("run", str(root), "--session", "broken", "--agent", "tuner", "--budget", "6",
+                "--beam", "1", "--device", "cpu", "--mode", "quick", "--sessions-dir", str(sessions),
+                timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    st = cockpit("status", "broken", "--json", "--sessions-dir", str(sessions))
+    d = json.loads(st.stdout)
+    assert d["state"] == "stopped", d
+    assert "the task is broken" in d["reason"] and str(ref) in d["reason"], d["reason"]
+    assert "cockpit resume broken" in d["reason"]
+    assert 1 <= d["evaluations"] < 6
+    assert {c["status"] for c in d["candidate_list"] if c["status"] != "proposed"} == {"crash"}
+    # fixed, the same session goes on to the end of its budget
+    ref.write_text((TOYTASK / "reference.py").read_text())
+    r = cockpit("resume", "broken", "--sessions-dir", str(sessions), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.loads(cockpit("status", "broken", "--json", "--sessions-dir", str(sessions)).stdout)
+    assert d["state"] == "done" and d["evaluations"] == 6, d
+    assert "ok" in {c["status"] for c in d["candidate_list"]}
+
+
 # --- agent profiles and model names --------------------------------------------------------------
 PROFILE_CASES: list[tuple[str, bytes, list[str]]] = [
     ("no-front-matter", b"You write kernels.\n", ["front matter"]),
