@@ -1,6 +1,7 @@
 """Bad input everywhere, as a user meets it: each case runs the real `cockpit` command in a
 subprocess and must end with exit 2, exactly one line on stderr naming the file and the field,
-and no traceback. Nothing is left behind (no session folder for a run that was refused).
+and no traceback. Nothing is left behind (no session folder for a run that was refused). Also:
+recorded text that looks like rich markup is shown as it is, never interpreted.
 
 The task cases edit a copy of the toy task (tests/engine/toytask); `cockpit eval` and `cockpit
 run` read task.toml before importing torch, so those cases take a fraction of a second each.
