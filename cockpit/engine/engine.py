@@ -712,12 +712,17 @@ class Engine:
             model = a.get("model")
             if not model:
                 return False, "set-model needs a model"
+            from cockpit.agents.profiles import LLM_FIELDS
+
+            try:  # the cockpit's `m` key posts what was typed
+                model = LLM_FIELDS["model"](model)
+            except ValueError as exc:
+                return False, f"set-model: the model {exc}"
             if getattr(self.proposer, "name", None) == "llm":  # every call would fail with it
                 from cockpit.agents.llm import check_model
-                from cockpit.agents.profiles import LLM_FIELDS
 
                 try:
-                    check_model(LLM_FIELDS["model"](model))
+                    check_model(model)
                 except ValueError as exc:
                     return False, f"set-model: {exc}"
             if a.get("branch") and self._branch(a).state == "retired":  # e.g. queued, then retired
