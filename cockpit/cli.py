@@ -121,10 +121,11 @@ def _progress_eval(task, candidate: Path, opts, quiet: bool):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    task = _load_task(args.task)  # before the judge's imports (torch): a bad task.toml is quick
     from cockpit.harness.judge import CandidateError, Options
+    from cockpit.harness.task import TaskError
     from cockpit.render import print_result
 
-    task = _load_task(args.task)
     cand = Path(args.candidate)
     if cand.is_dir():
         raise UsageError(
@@ -144,7 +145,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     try:
         result = _progress_eval(task, cand, opts, quiet=args.json)
-    except CandidateError as exc:
+    except (CandidateError, TaskError) as exc:  # TaskError: reference.py raised
         raise UsageError(str(exc)) from None
     d = result.to_dict()
     if args.json:
@@ -291,8 +292,12 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             path.write_text(baselines.baseline_source(task, v))
             opts = Options(device=device, mode=_mode(args), profile=False)
             from cockpit.harness.judge import evaluate
+            from cockpit.harness.task import TaskError
 
-            r = evaluate(task, path, opts, exempt=True)
+            try:
+                r = evaluate(task, path, opts, exempt=True)
+            except TaskError as exc:  # reference.py raised
+                raise UsageError(str(exc)) from None
             d = r.to_dict()
             d["candidate"] = v
             out[v] = d

@@ -71,7 +71,7 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
     from cockpit.harness import DEFAULT_EXCHANGE
 
     try:
-        load_profile(args.agent)
+        profile = load_profile(args.agent)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
     # checked before a session folder exists (the proposer would refuse them only at start)
@@ -82,6 +82,8 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
                 LLM_FIELDS[name](value)
             except ValueError as exc:
                 raise UsageError(f"--{name.replace('_', '-')} {exc}") from None
+    if profile.proposer == "llm":
+        _check_models(profile, getattr(args, "model", None))
     if not 1 <= args.beam <= 8:
         raise UsageError(f"--beam {args.beam}: choose 1 to 8 branches (3-5 recommended)")
     if args.budget < 1:
@@ -119,6 +121,32 @@ def _config(args: argparse.Namespace, task_root: Path, device: str):
         ray_cpus=getattr(args, "ray_cpus", None) or 1.0,
         extra=extra,
     )
+
+
+def _check_models(profile, model: str | None) -> None:
+    """Every model the run would call names a provider litellm knows: `--model`, else the
+    profile's `model`; and the profile's `fallbacks`."""
+    from cockpit.agents.llm import check_model
+
+    s = profile.settings()
+    named = [("--model", model)] if model else [(f"{profile.path}: field 'model'", s.model)]
+    named += [(f"{profile.path}: field 'fallbacks'", m) for m in s.fallbacks]
+    for where, m in named:
+        try:
+            check_model(m)
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+
+
+def _check_reference(task) -> None:
+    """reference.py imports and runs on one small shape, before a session folder exists."""
+    from cockpit.harness.task import TaskError
+    from cockpit.harness.verify import check_reference
+
+    try:
+        check_reference(task)
+    except TaskError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_backend(backend: str | None, address: str | None) -> None:
@@ -169,7 +197,10 @@ def _start(
     folder: Path, detach: bool, headless: bool, overrides: dict[str, Any] | None = None
 ) -> int:
     if detach:
-        log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
+        # handed to the child; private like everything in the session folder
+        log = os.fdopen(
+            os.open(folder / "engine.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab"
+        )
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in (overrides or {}).items()]
         proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.cli", "_engine", str(folder), *flags],
@@ -232,7 +263,9 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     from cockpit.engine.engine import Engine, Interrupted
     from cockpit.engine.ray_backend import BackendUnavailable
     from cockpit.store import SessionLocked, SessionRecord
+    from cockpit.store.sessions import make_private
 
+    make_private(folder)  # this process (and its workers) writes only into the session
     with SessionRecord.open_readonly(folder) as rec:
         meta = rec.meta()
     cfg = EngineConfig.from_dict({**(meta.get("config") or {}), **(overrides or {})})
@@ -315,6 +348,10 @@ class HeadlessPrinter:
         return self.progress.__exit__(*a)
 
     def __call__(self, kind: str, info: dict[str, Any]) -> None:
+        # recorded text (a candidate's exception, a provider's error body) is never markup:
+        # `[redacted]` must show, and a stray `[/x]` must not raise MarkupError in the engine
+        from rich.markup import escape
+
         from cockpit.render import fmt_us
         from cockpit.store.commands import typed_name
 
@@ -332,13 +369,14 @@ class HeadlessPrinter:
             line = (
                 f"{c:6s} {b:4s} {status:16s} score {fmt_us(info.get('score_us')):>10s}  {reasons}"
             )
-            self.progress.console.print(line)
+            self.progress.console.print(line, markup=False)  # a candidate's words, never markup
             self.progress.update(self.task, completed=self.done)
         elif kind == "budget_changed":
             self.progress.update(self.task, total=info.get("budget"))
         elif kind == "best_changed":
             self.progress.console.print(
-                f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} ({info.get('why', '')})[/green]"
+                f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} "
+                f"({escape(str(info.get('why', '')))})[/green]"
             )
             self.progress.update(self.task, description=f"best {fmt_us(info.get('score_us'))}")
         elif kind in (
@@ -349,12 +387,14 @@ class HeadlessPrinter:
             "branch_forked",
         ):
             detail = info.get("reason") or info.get("family") or info.get("state") or ""
-            self.progress.console.print(f"[yellow]{kind.replace('_', ' ')} {b}: {detail}[/yellow]")
+            self.progress.console.print(
+                f"[yellow]{kind.replace('_', ' ')} {b}: {escape(str(detail))}[/yellow]"
+            )
         elif kind == "command_acked":
             mark = "✓" if info.get("ok") else "✗"
             self.progress.console.print(
                 f"[cyan]{mark} command {typed_name(str(info.get('kind')))}: "
-                f"{info.get('message')}[/cyan]"
+                f"{escape(str(info.get('message')))}[/cyan]"
             )
         elif kind == "session_state" and info.get("state") in ("done", "stopped", "crashed"):
             # why the run ended, as the engine recorded it (one sentence for `done`)
@@ -364,16 +404,24 @@ class HeadlessPrinter:
             # the engine's words (never markup), one line whole, also in a pipe
             self.progress.console.print(Text(line, style="bold"), soft_wrap=True)
         elif kind == "proposal_failed":
-            self.progress.console.print(f"[dim]{b}: no proposal ({info.get('reason')})[/dim]")
+            self.progress.console.print(
+                f"[dim]{b}: no proposal ({escape(str(info.get('reason')))})[/dim]"
+            )
         elif kind == "proposal_cancelled":
             self.progress.console.print(
-                f"[dim]{b}: proposal cancelled ({info.get('reason')})[/dim]"
+                f"[dim]{b}: proposal cancelled ({escape(str(info.get('reason')))})[/dim]"
             )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from cockpit.store import create_session
+    from cockpit.store.sessions import check_session_name
 
+    if args.session is not None:  # before the slow checks: a typo in the name is seen at once
+        try:
+            check_session_name(args.session)
+        except ValueError as exc:
+            raise UsageError(f"--session: {exc}") from None
     task = _load_task(args.task)
     if getattr(args, "backend", "local") == "ray":
         device = _ray_device(args)
@@ -383,6 +431,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--ray-cpus goes with --backend ray")
         device = _device(args.device)
     cfg = _config(args, task.root, device)
+    _check_reference(task)
     try:
         folder = create_session(
             args.session,
@@ -391,8 +440,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             sessions_dir=args.sessions_dir,
             config=cfg.to_dict(),
         )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    except ValueError as exc:  # the name
+        raise UsageError(f"--session: {exc}") from None
     if (
         not args.detach
         and not getattr(args, "headless", False)
@@ -644,7 +693,10 @@ def status_dict(folder: Path) -> dict[str, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    # the record's words (reasons quote providers and candidates) are shown as text, never markup
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from cockpit.render import fmt_us
 
@@ -656,7 +708,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     best = d["best"]
     con.print(
         f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
-        f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
+        f"{' (' + escape(d['reason']) + ')' if d.get('reason') else ''}"
         f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
         f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
     )
@@ -679,19 +731,19 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         # the sentence once: an engine that wrote it as its reason has it on the line above
         why = "" if d["ended"] == d.get("reason") else f": {d['ended']}"
-        con.print(f"ended{when}{why}", highlight=False, soft_wrap=True)
+        con.print(f"ended{when}{why}", highlight=False, soft_wrap=True, markup=False)
     t = Table(title_justify="left")
     for col in ("branch", "family", "state", "best", "candidate", "plateaus", "why"):
         t.add_column(col)
     for b in d["branches"]:
         t.add_row(
             b["id"],
-            b["family"] or "",
+            Text(b["family"] or ""),
             b["state"] or "",
             fmt_us(b["best_us"]),
             b["best_candidate"] or "",
             str(b["plateaus"]),
-            b["reason"] or "",
+            Text(b["reason"] or ""),
         )
     con.print(t)
     return 0

@@ -70,7 +70,7 @@ def test_task_declares_the_signature_the_reference_and_seeds_implement():
 
 
 def test_eps_and_rope_theta_agree_in_task_toml_reference_description_and_seeds():
-    assert TOML["eps"] == ref.EPS == 1e-5 and TOML["rope_theta"] == ref.THETA == 10000.0
+    assert TOML["constants"]["eps"] == ref.EPS == 1e-5 and TOML["constants"]["rope_theta"] == ref.THETA == 10000.0
     assert "eps = 1e-5" in TASK.description and "rope_theta = 10000" in TASK.description
     for path in TASK.seeds():
         src = path.read_text()

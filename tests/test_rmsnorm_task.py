@@ -61,10 +61,10 @@ def test_task_declares_the_signature_the_seeds_implement():
 
 
 def test_eps_is_the_same_in_task_toml_its_description_the_reference_and_every_seed():
-    assert TOML["eps"] == ref.EPS == 1e-6
+    assert TOML["constants"]["eps"] == ref.EPS == 1e-6
     assert "eps = 1e-6" in TASK.description
     for name, seed in SEEDS.items():
-        assert getattr(seed, "EPS", TOML["eps"]) == TOML["eps"], name
+        assert getattr(seed, "EPS", TOML["constants"]["eps"]) == TOML["constants"]["eps"], name
 
 
 def test_roofline_counts_x_and_y_once_and_weight_once():

@@ -126,6 +126,20 @@ def import_litellm() -> Any:
     return litellm
 
 
+def check_model(model: str) -> None:
+    """ValueError when litellm cannot tell which provider serves `model` (a misspelt prefix, a
+    bare name it does not know): every call would fail, so `cockpit run` refuses it at once."""
+    lit = import_litellm()
+    try:
+        lit.get_llm_provider(model)
+    except Exception:  # noqa: BLE001 - litellm's BadRequestError, or whatever its version raises
+        raise ValueError(
+            f"{model!r} names no provider litellm knows; write provider/model, e.g. "
+            "openai/gpt-4o or anthropic/claude-sonnet-4-6 (openai/NAME for an OpenAI-compatible "
+            "--api-base)"
+        ) from None
+
+
 def quiet_litellm(litellm: Any) -> None:
     """No prints, no telemetry, and no stream handlers on litellm's loggers (a NullHandler in
     their place, so records still propagate to whatever the application configured)."""

@@ -38,6 +38,7 @@ from typing import Any
 from cockpit.agents.base import Attempt, Proposal, ProposalError, ProposalRequest, Proposer
 from cockpit.engine.beam import next_family, plateaued, significantly_better, source_hash
 from cockpit.engine.config import EngineConfig
+from cockpit.harness.task import TaskError
 from cockpit.store import SessionRecord, events
 from cockpit.store.sessions import REPO_DIR
 
@@ -741,6 +742,13 @@ class Engine:
                 model = LLM_FIELDS["model"](model)
             except ValueError as exc:
                 return False, f"set-model: the model {exc}"
+            if getattr(self.proposer, "name", None) == "llm":  # every call would fail with it
+                from cockpit.agents.llm import check_model
+
+                try:
+                    check_model(model)
+                except ValueError as exc:
+                    return False, f"set-model: {exc}"
             if a.get("branch") and self._branch(a).state == "retired":  # e.g. queued, then retired
                 return False, f"{a['branch']} is retired"
             targets = (
@@ -1497,6 +1505,12 @@ class Engine:
             }
             self.pool.shutdown()
             self.pool = self._new_pool()
+        except TaskError as exc:  # the task, not the candidate: every evaluation would fail so
+            result = {
+                "status": "crash",
+                "reasons": [{"kind": "crash", "message": f"the task is broken: {exc}"}],
+            }
+            self._task_broken(str(exc))
         except Exception as exc:  # noqa: BLE001 - a harness bug is recorded, not fatal
             result = {
                 "status": "crash",
@@ -1505,6 +1519,18 @@ class Engine:
                 ],
             }
         self._finish(self.branches[bid], cid, proposal, parent_id or None, result, group)
+
+    def _task_broken(self, why: str) -> None:
+        """reference.py raised (on a shape the start-up check did not try) or task.toml no longer
+        loads: stop as `cockpit stop` does, with the one line naming the file, resumable once it
+        is fixed, instead of spending the budget on candidates that cannot be judged."""
+        if self.stopping:
+            return
+        self.stopping = True
+        self.stop_reason = f"the task is broken: {why}; fix it, then cockpit resume {self.dir.name}"
+        for b in list(self.branches.values()):
+            self._cancel(b, "the task is broken")
+        self._emit(events.NOTE, {"text": f"stopping: {self.stop_reason}"})
 
     def close(self) -> None:
         try:

@@ -12,6 +12,7 @@ import ast
 import math
 import operator
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,11 +252,19 @@ def _shape_list(raw: Any, where: str, set_name: str) -> list[Shape]:
             params["dtype"] = s["dtype"]
         dtype = params.get("dtype", "float32")
         if dtype not in ITEMSIZE:
-            raise TaskError(f"{where}[{i}]: unknown dtype {dtype!r}")
+            raise TaskError(f"{where}[{i}].dtype: unknown dtype {dtype!r}")
         weight = s.get("weight", 1.0)
-        if not isinstance(weight, int | float) or weight <= 0:
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
             raise TaskError(f"{where}[{i}].weight: must be a positive number")
-        timed = bool(s.get("timed", True))
+        timed = s.get("timed", True)
+        if not isinstance(timed, bool):
+            raise TaskError(f"{where}[{i}].timed: must be true or false, not {timed!r}")
+        label = s.get("label", "")
+        if not isinstance(label, str):
+            raise TaskError(f"{where}[{i}].label: must be a string")
+        for k, v in params.items():
+            if isinstance(v, bool) or not isinstance(v, int | float | str):
+                raise TaskError(f"{where}[{i}].{k}: must be a number or a string, not {v!r}")
         tier = s.get("tier", "screen" if timed else "promote")
         if tier not in TIERS:
             raise TaskError(f"{where}[{i}].tier: must be one of {', '.join(TIERS)}, not {tier!r}")
@@ -267,7 +276,7 @@ def _shape_list(raw: Any, where: str, set_name: str) -> list[Shape]:
                 set=set_name,
                 weight=float(weight),
                 timed=timed,
-                label=str(s.get("label", "")),
+                label=label,
                 tier=tier,
             )
         )
@@ -318,37 +327,144 @@ def _limits(raw: Any, toml_path: Path) -> Limits:
     return Limits(**out)
 
 
-def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
-    root = find_task(spec, kernels_dir)
-    toml_path = root / "task.toml"
-    try:
-        data = tomllib.loads(toml_path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise TaskError(f"{toml_path}: invalid TOML: {exc}") from None
+# Every top-level field of task.toml and its check; anything else is refused (a misspelt
+# `time_limit_s` or `forbiden` would otherwise be silently ignored).
+def _kind_str(v: Any) -> bool:
+    return isinstance(v, str)
 
-    def need(key: str, kind: type | tuple[type, ...]) -> Any:
+
+def _kind_names(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) and x.strip() for x in v)
+
+
+def _kind_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _kind_positive(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v) and v > 0
+
+
+def _kind_table(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+_KINDS = {
+    _kind_str: "a string",
+    _kind_names: "a list of non-empty strings",
+    _kind_bool: "true or false",
+    _kind_positive: "a positive number",
+    _kind_table: "a table",
+}
+# field -> (check, required)
+FIELDS: dict[str, tuple[Callable[[Any], bool], bool]] = {
+    "name": (_kind_str, True),
+    "inputs": (_kind_names, True),
+    "outputs": (_kind_names, True),
+    "tolerance": (_kind_table, True),
+    "roofline": (_kind_table, True),
+    "shapes": (_kind_table, True),
+    "summary": (_kind_str, False),
+    "signature": (_kind_str, False),
+    "description": (_kind_str, False),
+    "hidden_hint": (_kind_str, False),
+    "forbidden": (_kind_names, False),
+    "forbidden_ops": (_kind_names, False),
+    "batch_inputs": (_kind_names, False),
+    "baseline_seeds": (_kind_names, False),
+    "allow_inplace": (_kind_bool, False),
+    "contiguous_outputs": (_kind_bool, False),
+    "time_limit_s": (_kind_positive, False),
+    "report": (_kind_table, False),
+    "limits": (_kind_table, False),
+    # named numbers the description and the reference share (`eps`, `rope_theta`); data only
+    "constants": (_kind_table, False),
+}
+ROOFLINE_FIELDS = ("flops", "bytes", "peak")
+PEAKS = ("fp32", "tf32", "bf16")
+
+
+def _check_fields(data: dict[str, Any], toml_path: Path) -> None:
+    """Unknown, missing and mistyped top-level fields, the first one found, in file order."""
+    for key in data:
+        if key not in FIELDS:
+            raise TaskError(
+                f"{toml_path}: unknown field {key!r} (known: {', '.join(sorted(FIELDS))})"
+            )
+    for key, (check, required) in FIELDS.items():
         if key not in data:
-            raise TaskError(f"{toml_path}: missing field {key!r}")
-        if not isinstance(data[key], kind):
-            raise TaskError(f"{toml_path}: field {key!r} has the wrong type")
-        return data[key]
+            if required:
+                raise TaskError(f"{toml_path}: missing field {key!r}")
+            continue
+        if not check(data[key]):
+            raise TaskError(
+                f"{toml_path}: field {key!r} has the wrong type: must be {_KINDS[check]}, "
+                f"not {type(data[key]).__name__}"
+            )
+    if not data["name"].strip():
+        raise TaskError(f"{toml_path}: field 'name' must not be empty")
+    for key in ("inputs", "outputs"):
+        if not data[key]:
+            raise TaskError(f"{toml_path}: field {key!r} must name at least one tensor")
+    for k, v in data.get("constants", {}).items():
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            raise TaskError(f"{toml_path}: field 'constants.{k}' must be a number or a string")
 
-    name = need("name", str)
-    inputs = need("inputs", list)
-    outputs = need("outputs", list)
-    tol_raw = need("tolerance", dict)
-    roof = need("roofline", dict)
-    shapes_raw = need("shapes", dict)
-    tolerance = {}
-    for dtype, t in tol_raw.items():
+
+def _tolerance(raw: dict[str, Any], toml_path: Path) -> dict[str, Tolerance]:
+    out = {}
+    for dtype, t in raw.items():
+        if dtype not in ITEMSIZE:
+            raise TaskError(
+                f"{toml_path}: field 'tolerance.{dtype}': unknown dtype "
+                f"(known: {', '.join(ITEMSIZE)})"
+            )
         if not isinstance(t, dict) or not {"atol", "rtol"} <= set(t):
             raise TaskError(f"{toml_path}: tolerance.{dtype} needs atol and rtol")
-        tolerance[dtype] = Tolerance(float(t["atol"]), float(t["rtol"]))
+        for k, v in t.items():
+            if k not in ("atol", "rtol"):
+                raise TaskError(
+                    f"{toml_path}: unknown field 'tolerance.{dtype}.{k}' (expected atol, rtol)"
+                )
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
+                raise TaskError(f"{toml_path}: field 'tolerance.{dtype}.{k}' must be a number >= 0")
+        out[dtype] = Tolerance(float(t["atol"]), float(t["rtol"]))
+    return out
+
+
+def _roofline(roof: dict[str, Any], toml_path: Path) -> None:
+    for key in roof:
+        if key not in ROOFLINE_FIELDS:
+            raise TaskError(
+                f"{toml_path}: unknown field 'roofline.{key}' (expected {', '.join(ROOFLINE_FIELDS)})"
+            )
     for key in ("flops", "bytes"):
-        if not isinstance(roof.get(key), str):
+        if key not in roof:
             raise TaskError(f"{toml_path}: missing field 'roofline.{key}'")
+        if not isinstance(roof[key], str):
+            raise TaskError(f"{toml_path}: field 'roofline.{key}' must be a formula in a string")
+    if "peak" in roof and roof["peak"] not in PEAKS:
+        raise TaskError(
+            f"{toml_path}: field 'roofline.peak' must be one of {', '.join(PEAKS)}, "
+            f"not {roof['peak']!r}"
+        )
+
+
+def _shape_tables(raw: dict[str, Any], toml_path: Path) -> dict[str, dict[str, list[Shape]]]:
+    cpu = raw.get("cpu", {})
+    for where, table, known in (
+        ("shapes", raw, (*SHAPE_SETS, "cpu")),
+        ("shapes.cpu", cpu, SHAPE_SETS),
+    ):
+        if not isinstance(table, dict):
+            raise TaskError(f"{toml_path}: field {where!r} must be a table")
+        for key in table:
+            if key not in known:
+                raise TaskError(
+                    f"{toml_path}: unknown field '{where}.{key}' (expected {', '.join(known)})"
+                )
     shapes: dict[str, dict[str, list[Shape]]] = {}
-    for device, table in (("gpu", shapes_raw), ("cpu", shapes_raw.get("cpu", {}))):
+    for device, table in (("gpu", raw), ("cpu", cpu)):
         shapes[device] = {
             s: _shape_list(
                 table.get(s), f"{toml_path}: shapes{'.cpu' if device == 'cpu' else ''}.{s}", s
@@ -358,30 +474,53 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
         if not shapes[device]["public"]:
             where = "shapes.cpu.public" if device == "cpu" else "shapes.public"
             raise TaskError(f"{toml_path}: missing field {where!r} (at least one shape)")
+    return shapes
+
+
+def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
+    root = find_task(spec, kernels_dir)
+    toml_path = root / "task.toml"
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{toml_path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{toml_path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise TaskError(f"{toml_path}: cannot be read ({exc.strerror or exc})") from None
+    _check_fields(data, toml_path)
+    name = data["name"]
+    roof = data["roofline"]
+    tolerance = _tolerance(data["tolerance"], toml_path)
+    _roofline(roof, toml_path)
+    shapes = _shape_tables(data["shapes"], toml_path)
     task = Task(
         name=name,
         report=_report(data.get("report"), toml_path),
         limits=_limits(data.get("limits"), toml_path),
         root=root,
-        summary=str(data.get("summary", "")),
-        signature=str(data.get("signature", "")),
-        inputs=[str(x) for x in inputs],
-        outputs=[str(x) for x in outputs],
+        summary=data.get("summary", ""),
+        signature=data.get("signature", ""),
+        inputs=list(data["inputs"]),
+        outputs=list(data["outputs"]),
         tolerance=tolerance,
         flops=roof["flops"],
         bytes=roof["bytes"],
         shapes=shapes,
-        forbidden=[str(x) for x in data.get("forbidden", [])],
-        forbidden_ops=[str(x) for x in data.get("forbidden_ops", [])],
-        allow_inplace=bool(data.get("allow_inplace", False)),
-        contiguous_outputs=bool(data.get("contiguous_outputs", True)),
+        forbidden=list(data.get("forbidden", [])),
+        forbidden_ops=list(data.get("forbidden_ops", [])),
+        allow_inplace=data.get("allow_inplace", False),
+        contiguous_outputs=data.get("contiguous_outputs", True),
         time_limit_s=float(data.get("time_limit_s", 600.0)),
-        description=str(data.get("description", "")),
-        hidden_hint=str(data.get("hidden_hint", "")),
-        batch_inputs=[str(x) for x in data.get("batch_inputs", [])],
-        baseline_seeds=[str(x) for x in data.get("baseline_seeds", [])],
-        peak=str(roof.get("peak", "")),
+        description=data.get("description", ""),
+        hidden_hint=data.get("hidden_hint", ""),
+        batch_inputs=list(data.get("batch_inputs", [])),
+        baseline_seeds=list(data.get("baseline_seeds", [])),
+        peak=roof.get("peak", ""),
     )
+    unknown = sorted(set(task.batch_inputs) - set(task.inputs))
+    if unknown:
+        raise TaskError(f"{toml_path}: field 'batch_inputs' names {unknown[0]!r}, not an input")
     if not task.reference_path.is_file():
         raise TaskError(f"{task.reference_path}: missing (every task needs reference.py)")
     for device in shapes:

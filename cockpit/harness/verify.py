@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+import traceback
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -20,20 +22,81 @@ from cockpit.harness.task import Task
 CHUNK_ELEMS = 1 << 27  # float64 working set per chunk: 1 GiB per temporary
 
 
-def load_reference(task: Task) -> ModuleType:
+class _Reference:
+    """The task's reference module, with `make_inputs` and `reference` guarded: whatever they
+    raise becomes a TaskError naming reference.py, the function and the line (a broken task is
+    the task author's to fix, exit 2, not a judge traceback nor a verdict on the candidate).
+    Anything else (`check`, constants) is the module's own attribute."""
+
+    def __init__(self, module: ModuleType, path: Path) -> None:
+        self._module = module
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def make_inputs(self, *args: Any, **kw: Any) -> Any:
+        return self._call("make_inputs", args, kw)
+
+    def reference(self, *args: Any, **kw: Any) -> Any:
+        return self._call("reference", args, kw)
+
+    def _call(self, fn: str, args: tuple, kw: dict) -> Any:
+        try:
+            return getattr(self._module, fn)(*args, **kw)
+        except Exception as exc:  # noqa: BLE001 - any failure of trusted code is the task's
+            raise _task_error(self._path, f"{fn}() raised", exc) from None
+
+
+def _task_error(path: Path, what: str, exc: BaseException) -> Exception:
+    """One line: `PATH: WHAT TypeName: first line of the message (line N)`."""
+    from cockpit.harness.task import TaskError
+
+    lines = [
+        f.lineno
+        for f in traceback.extract_tb(exc.__traceback__)
+        if Path(f.filename).resolve() == path.resolve()
+    ]
+    where = f" (line {lines[-1]})" if lines else ""
+    text = (str(exc).strip().splitlines() or [""])[0][:300]
+    return TaskError(f"{path}: {what} {type(exc).__name__}{': ' + text if text else ''}{where}")
+
+
+_LOADED: dict[str, _Reference] = {}
+
+
+def load_reference(task: Task) -> _Reference:
     name = f"_cockpit_reference_{task.name}"
-    if name in sys.modules:
-        return sys.modules[name]
+    key = str(task.reference_path.resolve())  # two task folders may share a name
+    if key in _LOADED:
+        return _LOADED[key]
+    from cockpit.harness.task import TaskError
+
     spec = importlib.util.spec_from_file_location(name, task.reference_path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - SyntaxError, ImportError, whatever it raises
+        if isinstance(exc, SyntaxError) and exc.lineno:
+            raise TaskError(
+                f"{task.reference_path}: syntax error at import: {exc.msg} (line {exc.lineno})"
+            ) from None
+        raise _task_error(task.reference_path, "raised at import:", exc) from None
     for fn in ("make_inputs", "reference"):
         if not callable(getattr(module, fn, None)):
-            from cockpit.harness.task import TaskError
-
             raise TaskError(f"{task.reference_path}: missing function {fn!r}")
     sys.modules[name] = module
-    return module
+    _LOADED[key] = _Reference(module, task.reference_path)
+    return _LOADED[key]
+
+
+def check_reference(task: Task) -> None:
+    """Import reference.py and call `make_inputs` and `reference` once, on the first CPU public
+    shape: a broken reference stops `cockpit run` at once with a TaskError instead of making
+    every candidate of the session a crash."""
+    ref = load_reference(task)
+    shape = task.shape_set("cpu", "public")[0]
+    ref.reference(*as_tuple(ref.make_inputs(dict(shape.params), 0, "cpu")))
 
 
 def as_tuple(x: Any) -> tuple:

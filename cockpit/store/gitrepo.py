@@ -117,6 +117,9 @@ class CandidateRepo:
         # Objects are written in-process by gitdb's loose-object writer: gitpython's own store
         # spawns `git hash-object` per object, three processes per candidate.
         self._loose = LooseObjectDB(str(self.git_dir / "objects"))
+        # read-only like git's objects, but the user's alone (gitdb's default is 0444): the
+        # candidates and their messages are as private as the rest of the session folder
+        self._loose.new_objects_mode = 0o400
         self._head_born = False
 
     def close(self) -> None:
@@ -217,7 +220,7 @@ class CandidateRepo:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = path.with_name(path.name + ".lock")
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             raise RefLocked(f"{lock} exists (another writer, or a killed one: recover())") from None
         try:

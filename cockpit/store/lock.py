@@ -105,7 +105,7 @@ def acquire_engine_lock(session_dir: str | Path) -> EngineLock:
     """Take the session's engine lock or raise SessionLocked naming the pid that holds it."""
     session_dir = Path(session_dir)
     path = session_dir / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)  # private, as the folder
     deadline = time.monotonic() + PROBE_GRACE_S
     while True:
         try:

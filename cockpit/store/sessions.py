@@ -7,10 +7,12 @@ sessions directory is, in order of precedence, the `--sessions-dir` argument, th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,28 +49,61 @@ def create_session(
 
     The name defaults to `<task>-YYYYmmdd-HHMMSS`; a taken name gets `-2`, `-3`, ... (mkdir is
     the atomic test, so two processes creating at the same second get distinct folders)."""
+    base = f"{task}-{time.strftime('%Y%m%d-%H%M%S')}" if name is None else name
+    check_session_name(base)
     root = resolve_sessions_dir(sessions_dir)
     root.mkdir(parents=True, exist_ok=True)
-    base = name or f"{task}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if not _NAME_RE.match(base):
-        raise ValueError(f"bad session name {base!r} (letters, digits, '.', '_', '-')")
-    folder = _unique_folder(root, base)
-    with SessionRecord.open(folder, create=True) as record:
-        payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
-        if config:
-            payload["config"] = config
-        record.append(ev.SESSION_CREATED, payload)
-    from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
+    with private_files():
+        folder = _unique_folder(root, base)
+        with SessionRecord.open(folder, create=True) as record:
+            payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
+            if config:
+                payload["config"] = config
+            record.append(ev.SESSION_CREATED, payload)
+        from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
 
-    CandidateRepo(folder / REPO_DIR).close()
+        CandidateRepo(folder / REPO_DIR).close()
     return folder
+
+
+# A session folder holds the prompts, the model's replies and the candidates: private to the
+# user who made it (directories 0700, files 0600; git's read-only objects 0400).
+PRIVATE_UMASK = 0o077
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Files and folders made inside (by this process and the processes it starts, git
+    included) are the user's alone; the previous umask is restored after."""
+    old = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def make_private(folder: Path) -> None:
+    """For the engine's process: everything it writes from now on is private, and so is the
+    session folder itself (one made by an older version may be 0755)."""
+    os.umask(PRIVATE_UMASK)
+    os.chmod(folder, 0o700)
+
+
+def check_session_name(name: str) -> None:
+    """ValueError unless `name` is one plain folder name: no '/', no '..', not empty, no
+    leading '.' or '-', nothing but letters, digits, '.', '_' and '-'."""
+    if not _NAME_RE.fullmatch(name):
+        raise ValueError(
+            f"bad session name {name!r}: letters, digits, '.', '_', '-', starting with a "
+            "letter or digit"
+        )
 
 
 def _unique_folder(root: Path, base: str) -> Path:
     for n in range(1, 10_000):
         folder = root / (base if n == 1 else f"{base}-{n}")
         try:
-            folder.mkdir()
+            folder.mkdir(mode=0o700)
             return folder
         except FileExistsError:
             continue
