@@ -440,7 +440,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     if engine_pid(folder):
         raise UsageError(f"session {folder.name} is already running (pid {engine_pid(folder)})")
+    from cockpit.store.sessions import check_repo
+
     d = status_dict(folder)
+    check_repo(folder)
     if d["state"] == "done" and not _pending(folder):
         # a done engine would stop again at once; a command queued with `send --queue` (a
         # bigger budget, a fork) is what lets a done session continue
@@ -582,7 +585,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     from cockpit.render import fmt_us
 
-    d = status_dict(_find(args))
+    from cockpit.store import SessionDamaged
+    from cockpit.store.sessions import check_repo
+
+    folder = _find(args)
+    d = status_dict(folder)
+    try:
+        check_repo(folder)
+    except SessionDamaged as exc:  # the record reads fine: show it, and say what is missing
+        sys.stderr.write(f"cockpit: warning: {exc}\n")
     if args.json:
         print(json.dumps(d))
         return 0

@@ -192,7 +192,9 @@ class Engine:
         pool: Any = None,
     ) -> None:
         from cockpit.store import CandidateRepo
+        from cockpit.store.sessions import check_repo
 
+        check_repo(session_dir)
         self.dir = session_dir
         self.cfg = config
         self.proposer = proposer

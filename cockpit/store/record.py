@@ -55,6 +55,28 @@ class ReadOnlyRecord(RuntimeError):
     """A write was attempted through a read-only view of the record."""
 
 
+class SessionDamaged(RuntimeError):
+    """A session folder that cannot be used as it is (its record unreadable, its repository
+    missing). The message is one line that names the file; the CLI prints it and exits 2."""
+
+
+class RecordUnreadable(SessionDamaged, sqlite3.DatabaseError):
+    """`session.db` is not a readable session record: truncated, corrupted, empty, not SQLite.
+    Also a `sqlite3.DatabaseError`, so callers that skip unreadable records still do."""
+
+    def __init__(self, db_path: Path, why: str) -> None:
+        self.db_path = db_path
+        super().__init__(
+            f"{db_path}: the session record is unreadable ({why}); nothing was changed: keep a "
+            "copy of the folder (`sqlite3 session.db .recover` may save its events)"
+        )
+
+
+# The record opened last in this process: the CLI names it when a read fails later on a damaged
+# page (`sqlite3.DatabaseError` raised by a query, not by the open).
+last_opened: Path | None = None
+
+
 def db_path_of(path: str | Path) -> Path:
     """Accept a session folder or the database file itself."""
     path = Path(path)
@@ -76,6 +98,8 @@ class SessionRecord:
         self._depth = 0  # nesting of write transactions
         self._reading = 0  # nesting of read snapshots
         self._engine_lock: EngineLock | None = None
+        global last_opened
+        last_opened = db_path
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -86,14 +110,31 @@ class SessionRecord:
         if not create and not db_path.exists():
             raise FileNotFoundError(f"no session record at {db_path}")
         db_path.parent.mkdir(parents=True, exist_ok=True)
+        if not create and db_path.stat().st_size == 0:
+            # an emptied file reads as a new database: the WAL pragma alone would write to it,
+            # and creating the schema would start the session over, its history lost unseen
+            raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
         conn = sqlite3.connect(
             db_path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1e3
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        if check_schema(conn) < SCHEMA_VERSION:  # new file (or an older schema): create
-            create_schema(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            version = check_schema(conn)  # read before anything writes to the file
+            if not create and version == 0:
+                raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            if version < SCHEMA_VERSION:  # new file (or an older schema): create
+                create_schema(conn)
+        except RecordUnreadable:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise RecordUnreadable(db_path, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, db_path, readonly=False)
 
     @classmethod
@@ -106,8 +147,19 @@ class SessionRecord:
         conn = sqlite3.connect(
             uri, uri=True, isolation_level=None, check_same_thread=False, timeout=10.0
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        check_schema(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if check_schema(conn) == 0:
+                raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
+        except RecordUnreadable:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise RecordUnreadable(db_path, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, db_path, readonly=True)
 
     def close(self) -> None:

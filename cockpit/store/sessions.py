@@ -17,7 +17,7 @@ from typing import Any
 
 from cockpit.store import events as ev
 from cockpit.store.lock import engine_pid
-from cockpit.store.record import DB_FILE, SessionRecord
+from cockpit.store.record import DB_FILE, SessionDamaged, SessionRecord
 
 ENV_VAR = "COCKPIT_SESSIONS_DIR"
 DEFAULT_DIR = "sessions"
@@ -62,6 +62,24 @@ def create_session(
 
     CandidateRepo(folder / REPO_DIR).close()
     return folder
+
+
+def check_repo(folder: str | Path) -> None:
+    """Raise SessionDamaged when `repo/` is gone while the record points at commits in it: an
+    engine would otherwise make a new, empty repository and the candidates' history would be
+    lost without a word. A session with nothing committed yet gets its repository remade."""
+    folder = Path(folder)
+    repo = folder / REPO_DIR
+    if (repo / ".git").exists():
+        return
+    with SessionRecord.open_readonly(folder) as record:
+        (n,) = record.execute("SELECT count(*) FROM candidates WHERE commit_sha IS NOT NULL")[0]
+    if n:
+        raise SessionDamaged(
+            f"{repo}: the candidate repository is missing ({n} committed candidate"
+            f"{'s' * (n > 1)} recorded in session.db); nothing was changed: put the folder back "
+            "to resume"
+        )
 
 
 def _unique_folder(root: Path, base: str) -> Path:
@@ -128,8 +146,13 @@ def read_session_info(folder: str | Path) -> SessionInfo:
     )
 
 
+UNREADABLE = "unreadable"
+
+
 def list_sessions(sessions_dir: str | Path | None = None) -> list[SessionInfo]:
-    """Every readable session, oldest first. Folders without a readable record are skipped."""
+    """Every session, oldest first. A folder whose `session.db` cannot be read is listed with
+    the state `unreadable` (first, its creation time being unknown), not left out: `cockpit ls`
+    must not hide a damaged session."""
     root = resolve_sessions_dir(sessions_dir)
     if not root.is_dir():
         return []
@@ -140,13 +163,18 @@ def list_sessions(sessions_dir: str | Path | None = None) -> list[SessionInfo]:
         try:
             infos.append(read_session_info(folder))
         except (sqlite3.Error, OSError):
-            continue
+            infos.append(
+                SessionInfo(
+                    folder.name, folder, None, None, UNREADABLE, None, None, None, 0, None, None,
+                    None,
+                )
+            )
     return sorted(infos, key=lambda i: (i.created or 0.0, i.name))
 
 
 def latest_session(sessions_dir: str | Path | None = None) -> SessionInfo | None:
-    """The most recently created session, or None when there is none."""
-    sessions = list_sessions(sessions_dir)
+    """The most recently created readable session, or None when there is none."""
+    sessions = [i for i in list_sessions(sessions_dir) if i.state != UNREADABLE]
     return sessions[-1] if sessions else None
 
 
