@@ -224,6 +224,8 @@ class Engine:
             Future, Job
         ] = {}  # cancelled proposals whose threads are still running
         self.ready: list[Ready] = []  # recorded candidates waiting for a worker slot, oldest first
+        # candidate -> how the workers evaluating it died (one death re-queues it, two are `crash`)
+        self.worker_lost: dict[str, list[str]] = {}
         self.groups: dict[int, Group] = {}  # best-of-n steps being evaluated, by request event id
         self.paused_by_cap = (
             False  # the session was paused by an LLM budget cap (set-budget lifts it)
@@ -1457,12 +1459,37 @@ class Engine:
         try:
             result = fut.result()
         except BrokenProcessPool:
+            # The worker process itself died (killed from outside, the OOM killer), not the
+            # candidate's arena, whose death the judge turns into a verdict. That may say nothing
+            # about the candidate: it is evaluated once more by a fresh worker, and only a second
+            # death is its verdict, `crash`.
+            how = self._worker_died(fut)
+            lost = self.worker_lost.setdefault(cid, [])
+            lost.append(how)
+            if len(lost) == 1:
+                self._emit(
+                    events.NOTE,
+                    {
+                        "text": f"{cid}: the evaluation worker died ({how}) while evaluating it; "
+                        "evaluating it again with a fresh worker",
+                        "requeued": True,
+                    },
+                    branch=bid,
+                    candidate=cid,
+                )
+                self.ready.insert(0, Ready(cid, bid, proposal, parent_id or None, group))
+                return
             result = {
                 "status": "crash",
-                "reasons": [{"kind": "crash", "message": "the evaluation worker died"}],
+                "reasons": [
+                    {
+                        "kind": "crash",
+                        "message": "the evaluation worker died twice while evaluating it ("
+                        + ", then ".join(lost)
+                        + "); not retried again",
+                    }
+                ],
             }
-            self.pool.shutdown()
-            self.pool = self._new_pool()
         except Exception as exc:  # noqa: BLE001 - a harness bug is recorded, not fatal
             result = {
                 "status": "crash",
@@ -1471,6 +1498,18 @@ class Engine:
                 ],
             }
         self._finish(self.branches[bid], cid, proposal, parent_id or None, result, group)
+
+    def _worker_died(self, fut: Future) -> str:
+        """Replace the dead worker that ran `fut`; how it died, in a few words."""
+        slot_of = getattr(self.pool, "slot_of", None)
+        slot = slot_of(fut) if slot_of else None
+        if slot is None or not hasattr(self.pool, "restart"):
+            self.pool.shutdown()
+            self.pool = self._new_pool()
+            return "ended"
+        how = self.pool.how_it_died(slot)
+        self.pool.restart(slot)
+        return how
 
     def close(self) -> None:
         try:
