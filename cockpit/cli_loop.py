@@ -216,7 +216,7 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     `--ray-address`) replace fields of it for this run only."""
     from cockpit.agents.profiles import ProfileError, load_profile, make_proposer
     from cockpit.engine.config import EngineConfig
-    from cockpit.engine.engine import Engine, Interrupted
+    from cockpit.engine.engine import Engine, Interrupted, SessionUnwritable
     from cockpit.engine.ray_backend import BackendUnavailable
     from cockpit.store import SessionLocked, SessionRecord
 
@@ -247,6 +247,9 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     except Interrupted as exc:
         print(f"\ninterrupted by {exc.signame}; resume with: cockpit resume {folder.name}")
         return 128 + int(getattr(signal, exc.signame))
+    except SessionUnwritable as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        return 1
     except BackendUnavailable as exc:
         if engine.pool is None:  # no cluster to start on: nothing ran, nothing recorded
             engine.close()

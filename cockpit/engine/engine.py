@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import itertools
 import os
 import queue
@@ -1407,16 +1408,28 @@ class Engine:
                     final = state
                     break
         except BaseException as exc:
+            unwritable = storage_failure(exc, self.dir)
             if isinstance(exc, Interrupted):
                 final, self.stop_reason = "stopped", f"interrupted by {exc.signame}"
             elif isinstance(exc, KeyboardInterrupt):
                 final, self.stop_reason = "stopped", "interrupted (Ctrl-C)"
+            elif unwritable:
+                # a full disk or a read-only folder: not a bug to report but a stop to resume
+                # from. The write that failed was one transaction (rolled back) or one git
+                # object (written to a temporary file first): nothing is half-written, and a
+                # verdict recorded without its commit is committed on resume.
+                final = "stopped"
+                self.stop_reason = (
+                    f"{unwritable}; free space or make the folder writable, then "
+                    f"`cockpit resume {self.dir.name}`"
+                )
             else:
                 final = "crashed"
                 self._emit(
                     events.ERROR, {"message": f"{type(exc).__name__}: {exc}", "where": "engine"}
                 )
-            raise
+            if not unwritable or isinstance(exc, Interrupted | KeyboardInterrupt):
+                raise
         finally:
             for job in self.proposing.values():
                 job.cancel.set()  # threads still calling out stop at their next check
@@ -1426,12 +1439,36 @@ class Engine:
                 "crashed": "engine error",
             }[final]
             try:
-                self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
+                self._record_final(final, reason)
             finally:
                 sampler.stop()
                 self.pool.shutdown()
                 self.close()
         return final
+
+    def _record_final(self, final: str, reason: str) -> None:
+        """Record the session's final state. On a full disk the record may refuse it once: a
+        checkpoint moves the log's frames into the database, the log then restarts from its
+        beginning in space it already has, and the write is tried again. Refused again: raise
+        SessionUnwritable (the record still says `running`; `status` shows `crashed`)."""
+        try:
+            self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted below
+            if not storage_failure(exc, self.dir):
+                raise
+        try:
+            self.record.checkpoint()
+            self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
+        except Exception as exc:  # noqa: BLE001 - sorted below
+            why = storage_failure(exc, self.dir)
+            if not why:
+                raise
+            raise SessionUnwritable(
+                f"session {self.dir.name} stopped: {why}; the record could not take the stop "
+                f"either: free space or make the folder writable, then `cockpit resume "
+                f"{self.dir.name}`"
+            ) from None
 
     def _new_pool(self) -> Any:
         if self.cfg.backend == "ray":
@@ -1517,6 +1554,43 @@ class Engine:
         finally:
             self.lock.release()
             self.record.close()
+
+
+class SessionUnwritable(RuntimeError):
+    """The engine stopped on a write that failed and could not record even that; one line."""
+
+
+# errno values of a write that failed for want of room or permission, not because of a bug
+_WRITE_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EFBIG,
+    errno.EACCES,
+    errno.EPERM,
+}
+_SQLITE_WRITE = ("disk is full", "readonly database", "disk i/o error")
+
+
+def storage_failure(exc: BaseException, session_dir: Path) -> str | None:
+    """`cannot write FILE: WHY` when `exc` is a write to the session folder that failed (a full
+    disk, a read-only file system or folder, a file-size limit), else None. An errno that can
+    also mean a bug elsewhere (EACCES, EPERM) counts only with a file inside the folder."""
+    import sqlite3
+
+    if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
+        name = exc.filename if isinstance(exc.filename, str) else None
+        inside = name is not None and Path(name).resolve().is_relative_to(session_dir.resolve())
+        if exc.errno in (errno.EACCES, errno.EPERM) and not inside:
+            return None
+        if name is not None and not Path(name).exists():  # a file it could not create
+            return f"cannot write in {Path(name).parent}: {exc.strerror or exc}"
+        return f"cannot write {name or session_dir}: {exc.strerror or exc}"
+    if isinstance(exc, sqlite3.OperationalError) and any(
+        w in str(exc).lower() for w in _SQLITE_WRITE
+    ):
+        return f"cannot write {session_dir / 'session.db'}: {exc}"
+    return None
 
 
 def _done_reason(record: Any) -> str:

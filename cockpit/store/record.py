@@ -222,6 +222,13 @@ class SessionRecord:
             self._depth = 0
             self._conn.execute("COMMIT")
 
+    def checkpoint(self) -> None:
+        """Move the write-ahead log's frames into the database (`wal_checkpoint(RESTART)`), so
+        the next transaction writes the log from its start, over space the file already has."""
+        self._writable()
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+
     def append(
         self,
         kind: str,
