@@ -587,7 +587,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from cockpit.render import fmt_us
-
     from cockpit.store import SessionDamaged
     from cockpit.store.sessions import check_repo
 

@@ -165,8 +165,18 @@ def list_sessions(sessions_dir: str | Path | None = None) -> list[SessionInfo]:
         except (sqlite3.Error, OSError):
             infos.append(
                 SessionInfo(
-                    folder.name, folder, None, None, UNREADABLE, None, None, None, 0, None, None,
-                    None,
+                    name=folder.name,
+                    path=folder,
+                    task=None,
+                    device=None,
+                    state=UNREADABLE,
+                    recorded_state=None,
+                    created=None,
+                    engine_pid=None,
+                    candidates=0,
+                    best_us=None,
+                    best_candidate=None,
+                    last_event_t=None,
                 )
             )
     return sorted(infos, key=lambda i: (i.created or 0.0, i.name))

@@ -79,7 +79,9 @@ def not_sqlite(db: Path) -> None:
     db.write_text("this is not a database\n" * 100)
 
 
-@pytest.mark.parametrize("damage", [truncate, scribble, empty, not_sqlite], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "damage", [truncate, scribble, empty, not_sqlite], ids=lambda f: f.__name__
+)
 def test_a_damaged_session_db_is_a_one_line_error_naming_it(
     done_session: Path, cockpit: Cockpit, damage
 ) -> None:
@@ -115,10 +117,11 @@ def test_an_engine_never_starts_a_damaged_record_over(done_session: Path, cockpi
     assert (folder / "session.db").stat().st_size == 0
 
 
-def test_a_missing_repo_is_named_and_nothing_is_remade(done_session: Path, cockpit: Cockpit) -> None:
+def test_a_missing_repo_is_named_and_nothing_is_remade(
+    done_session: Path, cockpit: Cockpit
+) -> None:
     folder = copy_of(done_session, cockpit, "norepo")
     shutil.rmtree(folder / "repo")
-    db_before = digest(folder / "session.db")
     status = cockpit("status", "norepo", "--json")
     assert status.returncode == 0, status.stderr  # the record reads: status shows it ...
     assert json.loads(status.stdout)["state"] == "done"

@@ -28,9 +28,7 @@ SCRIPT = [
     # grows by 1 GiB of address space per turn until the arena's limit refuses the next one
     (
         "grow",
-        _kernel(
-            "    while True:\n        HOARD.append(torch.empty(2**28))\n", head="HOARD = []\n"
-        ),
+        _kernel("    while True:\n        HOARD.append(torch.empty(2**28))\n", head="HOARD = []\n"),
     ),
     ("good", GOOD.replace("x * 2 + 1", "1 + x * 2")),
     # plain Python: a MemoryError with no message of its own
@@ -66,7 +64,9 @@ def test_a_candidate_out_of_host_memory_is_an_oom_verdict_and_the_next_is_judged
     assert Engine(folder, cfg, Scripted()).run() == "done"
 
     with SessionRecord.open_readonly(folder) as rec:
-        notes = {e.candidate: e.payload.get("note") for e in rec.events(kinds=["candidate_proposed"])}
+        notes = {
+            e.candidate: e.payload.get("note") for e in rec.events(kinds=["candidate_proposed"])
+        }
         started = {e.candidate: e.payload for e in rec.events(kinds=["evaluation_started"])}
         finished = {e.candidate: e.payload for e in rec.events(kinds=["evaluation_finished"])}
         errors = rec.events(kinds=["error"])

@@ -90,8 +90,9 @@ def test_a_candidate_whose_worker_dies_twice_is_a_crash_and_the_slot_goes_on(
     )
     kill(first)
     _, second = wait_for(
-        lambda: started(folder, cid) == 2
-        and arena_worker(cockpit, pid, folder, cid, not_pid=first.pid),
+        lambda: (
+            started(folder, cid) == 2 and arena_worker(cockpit, pid, folder, cid, not_pid=first.pid)
+        ),
         120,
         f"{cid} evaluated again by a fresh worker",
         0.01,
