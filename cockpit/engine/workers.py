@@ -188,8 +188,19 @@ class WorkerPool:
     def how_it_died(self, slot: int) -> str:
         """How slot `slot`'s worker ended, from its exit code: "killed by SIGKILL", "exit code 1"."""
         import signal
+        import time
 
-        codes = [p.exitcode for p in self._procs.get(slot, []) if p.exitcode is not None]
+        procs = self._procs.get(slot, [])
+        # Its pipe closes a moment before it can be reaped, and the executor's own thread reaps
+        # it at the same time (whichever of the two waits second sees no status): wait for the
+        # exit code to be set, briefly.
+        deadline = time.monotonic() + 2.0
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(timeout=2)
+            while p.exitcode is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+        codes = [p.exitcode for p in procs if p.exitcode is not None]
         if not codes:
             return "ended"
         code = codes[0]
