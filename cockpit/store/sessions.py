@@ -53,11 +53,15 @@ def create_session(
     if not _NAME_RE.match(base):
         raise ValueError(f"bad session name {base!r} (letters, digits, '.', '_', '-')")
     folder = _unique_folder(root, base)
-    with SessionRecord.open(folder, create=True) as record:
+    # made under another name and renamed once whole: a reader (`cockpit ls`, `status`, a
+    # test polling) never finds a `session.db` without its tables, which reads as a damaged one
+    making = folder / f"{Path(DB_FILE).stem}.new.db"
+    with SessionRecord.open(making, create=True) as record:
         payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
         if config:
             payload["config"] = config
         record.append(ev.SESSION_CREATED, payload)
+    os.replace(making, folder / DB_FILE)
     from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
 
     CandidateRepo(folder / REPO_DIR).close()

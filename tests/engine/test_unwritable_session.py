@@ -21,7 +21,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from engine_helpers import Cockpit, alive, candidates, events, git, wait_for
+from engine_helpers import (
+    COCKPIT,
+    RUN_OPTS,
+    TOYTASK,
+    Cockpit,
+    alive,
+    candidates,
+    events,
+    git,
+    wait_for,
+)
 
 from cockpit.store import SessionRecord
 from cockpit.store import events as ev
@@ -144,6 +154,62 @@ def test_a_record_that_cannot_grow_stops_the_engine_resumably(cockpit: Cockpit) 
     size = wal.stat().st_size
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (size, size))
     assert_stopped_on(cockpit, name, pid, str(folder / "session.db"))
+    kept = verdicts(folder)
+    assert_sound(folder)
+    assert_resumes(cockpit, name, kept)
+
+
+def test_a_record_that_takes_no_write_at_all_ends_the_engine_with_one_line(
+    cockpit: Cockpit,
+) -> None:
+    """No room even for the stop (a file-size limit of one byte: the checkpoint cannot help):
+    the foreground `cockpit run` ends with exit 1 and one line on stderr, no traceback; the
+    record, unchanged since its last commit, says the engine died; `resume` goes on."""
+    name = "nowrite"
+    folder = cockpit.folder(name)
+    proc = subprocess.Popen(
+        [
+            *COCKPIT,
+            "run",
+            str(TOYTASK),
+            "--session",
+            name,
+            *RUN_OPTS,
+            "--budget",
+            "30",
+            "--beam",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=cockpit.env(),
+        cwd=cockpit.cwd,
+    )
+    cockpit.pids.add(proc.pid)
+    try:
+        wait_for(
+            lambda: (
+                (folder / "session.db").exists() and any(x.commit_sha for x in candidates(folder))
+            ),
+            120,
+            "a first commit",
+        )
+        cockpit.remember(proc.pid)
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (1, 1))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert lines == [
+        f"session {name} stopped: cannot write {folder / 'session.db'}: disk I/O error; the "
+        "record could not take the stop either: free space or make the folder writable, then "
+        f"`cockpit resume {name}`"
+    ], err
+    assert cockpit.status(name)["state"] == "crashed"
     kept = verdicts(folder)
     assert_sound(folder)
     assert_resumes(cockpit, name, kept)
