@@ -115,3 +115,37 @@ def test_a_candidate_whose_worker_dies_twice_is_a_crash_and_the_slot_goes_on(
     later = [x for x in cands.values() if x.id > cid and x.status not in (*PENDING, "duplicate")]
     assert later and all(x.status != "crash" for x in later), [(x.id, x.status) for x in later]
     assert_nothing_left(cockpit, pid)
+
+
+def test_an_arena_killed_mid_evaluation_is_that_candidates_verdict(cockpit: Cockpit) -> None:
+    """The candidate's arena SIGKILLed, not the worker: the judge cannot tell a kill from outside
+    from the OOM killer acting on the candidate's own memory, so it is the candidate's verdict
+    (`crash`, naming SIGKILL and the stage), not re-queued; the worker lives on and judges the
+    next candidates."""
+    name, budget = "arena", 3
+    pid = cockpit.start(name, "--budget", str(budget), "--beam", "1")
+    folder = cockpit.folder(name)
+    cid, worker = wait_for(
+        lambda: arena_worker(cockpit, pid, folder), 120, "an evaluation in an arena", 0.01
+    )
+    arenas = [p for p in worker.children() if "cockpit.harness.arena" in " ".join(p.cmdline())]
+    for p in arenas:
+        os.kill(p.pid, signal.SIGKILL)
+    wait_for(
+        lambda: {x.id: x.status for x in candidates(folder)}[cid] not in PENDING,
+        60,
+        f"{cid}'s verdict",
+    )
+    assert worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE  # it lives on
+    st = cockpit.wait_finished(name)
+    assert (st["state"], st["evaluations"]) == ("done", budget), st
+    cands = {x.id: x for x in candidates(folder)}
+    mine = cands[cid]
+    assert mine.status == "crash" and mine.commit_sha, mine
+    (reason,) = mine.summary.get("reasons") or [{}]
+    assert "the process was killed by SIGKILL during" in reason.get("message", ""), reason
+    assert started(folder, cid) == 1
+    assert not [e for e in events(folder, ev.NOTE, candidate=cid) if e.payload.get("requeued")]
+    later = [x for x in cands.values() if x.id > cid and x.status not in (*PENDING, "duplicate")]
+    assert later and all(x.status != "crash" for x in later), [(x.id, x.status) for x in later]
+    assert_nothing_left(cockpit, pid)
