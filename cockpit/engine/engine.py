@@ -427,7 +427,15 @@ class Engine:
             if c.status in ("proposed", "evaluating") and not self.record.events(
                 kinds=[events.ERROR], candidate=c.id
             ):
-                if c.status == "evaluating":
+                last = self.record.events(
+                    kinds=[events.EVALUATION_STARTED, events.NOTE], candidate=c.id
+                )
+                if last and last[-1].payload.get("requeued"):
+                    # its worker died and the engine stopped before a fresh one took it again:
+                    # it waits for a worker, as a proposed candidate does; one retry was spent
+                    self.worker_lost[c.id] = [str(last[-1].payload.get("how", "ended"))]
+                    requeue.append(c)
+                elif c.status == "evaluating":
                     self._emit(
                         events.ERROR,
                         {
@@ -1510,6 +1518,7 @@ class Engine:
                         "text": f"{cid}: the evaluation worker died ({how}) while evaluating it; "
                         "evaluating it again with a fresh worker",
                         "requeued": True,
+                        "how": how,
                     },
                     branch=bid,
                     candidate=cid,

@@ -149,3 +149,34 @@ def test_an_arena_killed_mid_evaluation_is_that_candidates_verdict(cockpit: Cock
     later = [x for x in cands.values() if x.id > cid and x.status not in (*PENDING, "duplicate")]
     assert later and all(x.status != "crash" for x in later), [(x.id, x.status) for x in later]
     assert_nothing_left(cockpit, pid)
+
+
+def test_a_candidate_re_queued_when_the_engine_stops_is_evaluated_on_resume(
+    cockpit: Cockpit,
+) -> None:
+    """`cockpit stop`, then the worker dies under the evaluation the engine was finishing: the
+    engine stops with the candidate re-queued, not evaluated. `resume` evaluates it (it is not
+    reported lost), and its one retry stays spent."""
+    name = "stopq"
+    pid = cockpit.start(name, "--budget", "30", "--beam", "1")
+    folder = cockpit.folder(name)
+    cid, worker = wait_for(
+        lambda: arena_worker(cockpit, pid, folder), 120, "an evaluation in an arena", 0.01
+    )
+    cockpit("stop", name, check=True)
+    wait_for(lambda: events(folder, ev.COMMAND_ACKED), 30, "the stop to be taken", 0.01)
+    assert {x.id: x.status for x in candidates(folder)}[cid] == "evaluating"
+    kill(worker)
+    st = cockpit.wait_finished(name)
+    assert st["state"] == "stopped", st
+    assert {x.id: x.status for x in candidates(folder)}[cid] == "evaluating"
+    n = st["evaluations"]
+    cockpit("send", name, "set-budget", str(n + 1), "--queue", check=True)
+    proc = cockpit("resume", name)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    st = cockpit.status(name)
+    assert (st["state"], st["evaluations"]) == ("done", n + 1), st
+    mine = {x.id: x for x in candidates(folder)}[cid]
+    assert mine.status not in (*PENDING, "crash") and mine.commit_sha, mine
+    assert started(folder, cid) == 2
+    assert not [e for e in events(folder, ev.ERROR) if e.candidate == cid]
