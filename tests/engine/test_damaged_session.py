@@ -96,6 +96,9 @@ def test_a_damaged_session_db_is_a_one_line_error_naming_it(
         ("resume", "hurt"),
         ("resume", "hurt", "--detach"),
         ("send", "hurt", "set-budget", "5", "--queue"),
+        ("attach", "hurt"),
+        ("serve", "hurt"),
+        ("notify", "hurt"),
     ):
         line = one_line_error(cockpit(*args), str(db), "session record is unreadable")
         assert "nothing was changed" in line
