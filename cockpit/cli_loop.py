@@ -156,7 +156,13 @@ def _start(
     folder: Path, detach: bool, headless: bool, overrides: dict[str, Any] | None = None
 ) -> int:
     if detach:
-        log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            log = open(folder / "engine.log", "ab")  # noqa: SIM115 - handed to the child
+        except OSError as exc:  # a read-only folder or a full disk: the engine could not run
+            raise UsageError(
+                f"cannot write {folder / 'engine.log'}: {exc.strerror or exc}; nothing was "
+                "changed: make the folder writable or free space, then try again"
+            ) from None
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in (overrides or {}).items()]
         proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.cli", "_engine", str(folder), *flags],
@@ -383,6 +389,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # a read-only or full sessions directory
+        where = exc.filename or args.sessions_dir or "the sessions directory"
+        raise UsageError(f"cannot create the session: {where}: {exc.strerror or exc}") from None
     if (
         not args.detach
         and not getattr(args, "headless", False)

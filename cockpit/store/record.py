@@ -72,6 +72,31 @@ class RecordUnreadable(SessionDamaged, sqlite3.DatabaseError):
         )
 
 
+class RecordNotWritable(SessionDamaged, sqlite3.DatabaseError):
+    """`session.db` cannot be opened for writing: a read-only folder or file system, a full
+    disk. The record itself may be whole."""
+
+    def __init__(self, db_path: Path, why: str) -> None:
+        self.db_path = db_path
+        super().__init__(
+            f"{db_path}: cannot write the session record ({why}); nothing was changed: make "
+            "its folder writable or free space, then try again"
+        )
+
+
+# What SQLite says when it cannot write the file or create its -wal/-shm next to it
+_NOT_WRITABLE = (
+    "unable to open database file",
+    "attempt to write a readonly database",
+    "disk i/o error",
+    "database or disk is full",
+)
+
+
+def _not_writable(exc: sqlite3.DatabaseError) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).lower() in _NOT_WRITABLE
+
+
 # The record opened last in this process: the CLI names it when a read fails later on a damaged
 # page (`sqlite3.DatabaseError` raised by a query, not by the open).
 last_opened: Path | None = None
@@ -114,9 +139,15 @@ class SessionRecord:
             # an emptied file reads as a new database: the WAL pragma alone would write to it,
             # and creating the schema would start the session over, its history lost unseen
             raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
-        conn = sqlite3.connect(
-            db_path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1e3
-        )
+        try:
+            conn = sqlite3.connect(
+                db_path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1e3,
+            )
+        except sqlite3.OperationalError as exc:
+            raise RecordNotWritable(db_path, str(exc)) from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             version = check_schema(conn)  # read before anything writes to the file
@@ -131,6 +162,8 @@ class SessionRecord:
             raise
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if _not_writable(exc):
+                raise RecordNotWritable(db_path, str(exc)) from None
             raise RecordUnreadable(db_path, str(exc)) from None
         except BaseException:
             conn.close()
@@ -148,8 +181,21 @@ class SessionRecord:
             uri, uri=True, isolation_level=None, check_same_thread=False, timeout=10.0
         )
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            if check_schema(conn) == 0:
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                version = check_schema(conn)
+            except sqlite3.OperationalError as exc:
+                # A WAL database in a read-only folder: SQLite cannot make its -shm. With no
+                # -wal file beside it the database file is the whole record, so it is read as
+                # an immutable file (an engine could not be writing to that folder anyway).
+                if not _not_writable(exc) or Path(f"{db_path}-wal").exists():
+                    raise
+                conn.close()
+                conn = sqlite3.connect(
+                    uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+                )
+                version = check_schema(conn)
+            if version == 0:
                 raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
         except RecordUnreadable:
             conn.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -56,15 +57,19 @@ def create_session(
     # made under another name and renamed once whole: a reader (`cockpit ls`, `status`, a
     # test polling) never finds a `session.db` without its tables, which reads as a damaged one
     making = folder / f"{Path(DB_FILE).stem}.new.db"
-    with SessionRecord.open(making, create=True) as record:
-        payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
-        if config:
-            payload["config"] = config
-        record.append(ev.SESSION_CREATED, payload)
-    os.replace(making, folder / DB_FILE)
-    from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
+    try:
+        with SessionRecord.open(making, create=True) as record:
+            payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
+            if config:
+                payload["config"] = config
+            record.append(ev.SESSION_CREATED, payload)
+        os.replace(making, folder / DB_FILE)
+        from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
 
-    CandidateRepo(folder / REPO_DIR).close()
+        CandidateRepo(folder / REPO_DIR).close()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # ours, just made: no half-made session left
+        raise
     return folder
 
 

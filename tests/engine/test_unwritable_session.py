@@ -213,3 +213,54 @@ def test_a_record_that_takes_no_write_at_all_ends_the_engine_with_one_line(
     kept = verdicts(folder)
     assert_sound(folder)
     assert_resumes(cockpit, name, kept)
+
+
+def test_a_read_only_sessions_directory_is_read_and_refused_in_one_line(
+    cockpit: Cockpit, unlock
+) -> None:
+    """The whole sessions directory read-only (archived, or a file system remounted read-only):
+    `status` still reads a finished session; `resume` (foreground or detached) and a new `run`
+    are one line naming what cannot be written, exit 2, nothing made; once writable, `resume`
+    goes on."""
+    name = "archived"
+    cockpit(
+        "run",
+        str(TOYTASK),
+        "--session",
+        name,
+        *RUN_OPTS,
+        "--budget",
+        "2",
+        "--beam",
+        "1",
+        check=True,
+    )
+    folder = cockpit.folder(name)
+    cockpit("send", name, "set-budget", "3", "--queue", check=True)
+    assert not Path(f"{folder / 'session.db'}-wal").exists()  # every connection closed
+    unlock.append(cockpit.sessions)
+    make_read_only(cockpit.sessions)
+
+    st = cockpit.status(name)
+    assert (st["state"], st["evaluations"]) == ("done", 2), st
+    for args, what in (
+        (("resume", name), f"{folder / 'session.db'}: cannot write the session record"),
+        (("resume", name, "--detach"), f"cannot write {folder / 'engine.log'}"),
+        (
+            ("run", str(TOYTASK), "--session", "fresh", *RUN_OPTS, "--budget", "1"),
+            f"cannot create the session: {cockpit.sessions / 'fresh'}",
+        ),
+    ):
+        proc = cockpit(*args)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"cockpit: error: {what}"), proc.stderr
+    assert not cockpit.folder("fresh").exists()
+
+    make_writable(cockpit.sessions)
+    unlock.clear()
+    proc = cockpit("resume", name)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    st = cockpit.status(name)
+    assert (st["state"], st["evaluations"]) == ("done", 3), st
+    assert_sound(folder)
