@@ -1595,6 +1595,9 @@ def storage_failure(exc: BaseException, session_dir: Path) -> str | None:
         if name is not None and not Path(name).exists():  # a file it could not create
             return f"cannot write in {Path(name).parent}: {exc.strerror or exc}"
         return f"cannot write {name or session_dir}: {exc.strerror or exc}"
+    if isinstance(exc, OSError) and "failed to write all bytes" in str(exc).lower():
+        # gitdb's loose-object writer on a short write (the disk filled up under it): no errno
+        return f"cannot write in {session_dir / 'repo'}: a write was cut short (a full disk?)"
     if isinstance(exc, sqlite3.OperationalError) and any(
         w in str(exc).lower() for w in _SQLITE_WRITE
     ):
