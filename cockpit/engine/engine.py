@@ -1436,7 +1436,7 @@ class Engine:
                 self._emit(
                     events.ERROR, {"message": f"{type(exc).__name__}: {exc}", "where": "engine"}
                 )
-            if not unwritable or isinstance(exc, Interrupted | KeyboardInterrupt):
+            if not unwritable:
                 raise
         finally:
             for job in self.proposing.values():
