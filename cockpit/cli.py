@@ -407,6 +407,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _damaged_session(exc: BaseException) -> str | None:
+    """One line for a session folder that cannot be used (`SessionDamaged`, or a read of the
+    record failing on a damaged page after it opened), naming the file; None for anything else."""
+    import sqlite3
+
+    from cockpit.store import record
+
+    if isinstance(exc, record.SessionDamaged):
+        return str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and record.last_opened is not None:
+        return str(record.RecordUnreadable(record.last_opened, str(exc)))
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = build_parser().parse_args(argv)
@@ -414,6 +428,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UsageError as exc:
         sys.stderr.write(f"cockpit: error: {exc}\n")
+        return 2
+    except Exception as exc:  # noqa: BLE001 - only a damaged session folder is caught here
+        line = _damaged_session(exc)
+        if line is None:
+            raise
+        sys.stderr.write(f"cockpit: error: {line}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("cockpit: interrupted\n")

@@ -197,10 +197,15 @@ def _start(
     folder: Path, detach: bool, headless: bool, overrides: dict[str, Any] | None = None
 ) -> int:
     if detach:
-        # handed to the child; private like everything in the session folder
-        log = os.fdopen(
-            os.open(folder / "engine.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab"
-        )
+        try:  # handed to the child; private like everything in the session folder
+            log = os.fdopen(
+                os.open(folder / "engine.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab"
+            )
+        except OSError as exc:  # a read-only folder or a full disk: the engine could not run
+            raise UsageError(
+                f"cannot write {folder / 'engine.log'}: {exc.strerror or exc}; nothing was "
+                "changed: make the folder writable or free space, then try again"
+            ) from None
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in (overrides or {}).items()]
         proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.cli", "_engine", str(folder), *flags],
@@ -260,7 +265,7 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     `--ray-address`) replace fields of it for this run only."""
     from cockpit.agents.profiles import ProfileError, load_profile, make_proposer
     from cockpit.engine.config import EngineConfig
-    from cockpit.engine.engine import Engine, Interrupted
+    from cockpit.engine.engine import Engine, Interrupted, SessionUnwritable
     from cockpit.engine.ray_backend import BackendUnavailable
     from cockpit.store import SessionLocked, SessionRecord
     from cockpit.store.sessions import make_private
@@ -293,6 +298,9 @@ def run_engine(folder: Path, headless: bool = True, overrides: dict[str, Any] | 
     except Interrupted as exc:
         print(f"\ninterrupted by {exc.signame}; resume with: cockpit resume {folder.name}")
         return 128 + int(getattr(signal, exc.signame))
+    except SessionUnwritable as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        return 1
     except BackendUnavailable as exc:
         if engine.pool is None:  # no cluster to start on: nothing ran, nothing recorded
             engine.close()
@@ -442,6 +450,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # the name
         raise UsageError(f"--session: {exc}") from None
+    except OSError as exc:  # a read-only or full sessions directory
+        where = exc.filename or args.sessions_dir or "the sessions directory"
+        raise UsageError(f"cannot create the session: {where}: {exc.strerror or exc}") from None
     if (
         not args.detach
         and not getattr(args, "headless", False)
@@ -502,7 +513,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     if engine_pid(folder):
         raise UsageError(f"session {folder.name} is already running (pid {engine_pid(folder)})")
+    from cockpit.store.sessions import check_repo
+
     d = status_dict(folder)
+    check_repo(folder)
     if d["state"] == "done" and not _pending(folder):
         # a done engine would stop again at once; a command queued with `send --queue` (a
         # bigger budget, a fork) is what lets a done session continue
@@ -699,8 +713,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from cockpit.render import fmt_us
+    from cockpit.store import SessionDamaged
+    from cockpit.store.sessions import check_repo
 
-    d = status_dict(_find(args))
+    folder = _find(args)
+    d = status_dict(folder)
+    try:
+        check_repo(folder)
+    except SessionDamaged as exc:  # the record reads fine: show it, and say what is missing
+        sys.stderr.write(f"cockpit: warning: {exc}\n")
     if args.json:
         print(json.dumps(d))
         return 0

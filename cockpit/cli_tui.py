@@ -32,6 +32,17 @@ def _find(session: str | None, sessions_dir: str | None) -> Path:
         raise UsageError(str(exc).strip('"')) from None
 
 
+def _check_readable(folder: Path) -> None:
+    """Read what the cockpit shows first, before the screen is taken: a damaged `session.db`
+    is then `cli.main`'s one line naming it (exit 2), not an error inside the full-screen app."""
+    from cockpit.store import SessionRecord
+
+    with SessionRecord.open_readonly(folder) as rec, rec.snapshot():
+        rec.meta()
+        rec.branches()
+        rec.candidates()
+
+
 def _config():
     from cockpit.tui.keymap import load_config
 
@@ -63,6 +74,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     from cockpit.tui import CockpitApp, LiveSource
 
     folder = _find(getattr(args, "session", None), getattr(args, "sessions_dir", None))
+    _check_readable(folder)
     config = _config()
     app = CockpitApp(
         LiveSource(folder), keymap=config.keys, models=_profile_models(), notify=config.notify
@@ -99,6 +111,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise UsageError(f"--port {args.port}: must be 1-65535")
     folder = _find(args.session, getattr(args, "sessions_dir", None))
+    _check_readable(folder)  # a damaged record is one line here, not a broken page per tab
     _config()  # a malformed config file is an error here, not in every browser tab
     try:
         from textual_serve.server import Server

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import itertools
 import os
 import queue
@@ -193,7 +194,9 @@ class Engine:
         pool: Any = None,
     ) -> None:
         from cockpit.store import CandidateRepo
+        from cockpit.store.sessions import check_repo
 
+        check_repo(session_dir)
         self.dir = session_dir
         self.cfg = config
         self.proposer = proposer
@@ -223,6 +226,8 @@ class Engine:
             Future, Job
         ] = {}  # cancelled proposals whose threads are still running
         self.ready: list[Ready] = []  # recorded candidates waiting for a worker slot, oldest first
+        # candidate -> how the workers evaluating it died (one death re-queues it, two are `crash`)
+        self.worker_lost: dict[str, list[str]] = {}
         self.groups: dict[int, Group] = {}  # best-of-n steps being evaluated, by request event id
         self.paused_by_cap = (
             False  # the session was paused by an LLM budget cap (set-budget lifts it)
@@ -447,7 +452,15 @@ class Engine:
             if c.status in ("proposed", "evaluating") and not self.record.events(
                 kinds=[events.ERROR], candidate=c.id
             ):
-                if c.status == "evaluating":
+                last = self.record.events(
+                    kinds=[events.EVALUATION_STARTED, events.NOTE], candidate=c.id
+                )
+                if last and last[-1].payload.get("requeued"):
+                    # its worker died and the engine stopped before a fresh one took it again:
+                    # it waits for a worker, as a proposed candidate does; one retry was spent
+                    self.worker_lost[c.id] = [str(last[-1].payload.get("how", "ended"))]
+                    requeue.append(c)
+                elif c.status == "evaluating":
                     self._emit(
                         events.ERROR,
                         {
@@ -1447,16 +1460,28 @@ class Engine:
                     final = state
                     break
         except BaseException as exc:
+            unwritable = storage_failure(exc, self.dir)
             if isinstance(exc, Interrupted):
                 final, self.stop_reason = "stopped", f"interrupted by {exc.signame}"
             elif isinstance(exc, KeyboardInterrupt):
                 final, self.stop_reason = "stopped", "interrupted (Ctrl-C)"
+            elif unwritable:
+                # a full disk or a read-only folder: not a bug to report but a stop to resume
+                # from. The write that failed was one transaction (rolled back) or one git
+                # object (written to a temporary file first): nothing is half-written, and a
+                # verdict recorded without its commit is committed on resume.
+                final = "stopped"
+                self.stop_reason = (
+                    f"{unwritable}; free space or make the folder writable, then "
+                    f"`cockpit resume {self.dir.name}`"
+                )
             else:
                 final = "crashed"
                 self._emit(
                     events.ERROR, {"message": f"{type(exc).__name__}: {exc}", "where": "engine"}
                 )
-            raise
+            if not unwritable:
+                raise
         finally:
             for job in self.proposing.values():
                 job.cancel.set()  # threads still calling out stop at their next check
@@ -1466,12 +1491,36 @@ class Engine:
                 "crashed": "engine error",
             }[final]
             try:
-                self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
+                self._record_final(final, reason)
             finally:
                 sampler.stop()
                 self.pool.shutdown()
                 self.close()
         return final
+
+    def _record_final(self, final: str, reason: str) -> None:
+        """Record the session's final state. On a full disk the record may refuse it once: a
+        checkpoint moves the log's frames into the database, the log then restarts from its
+        beginning in space it already has, and the write is tried again. Refused again: raise
+        SessionUnwritable (the record still says `running`; `status` shows `crashed`)."""
+        try:
+            self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted below
+            if not storage_failure(exc, self.dir):
+                raise
+        try:
+            self.record.checkpoint()
+            self._emit(events.SESSION_STATE, {"state": final, "reason": reason})
+        except Exception as exc:  # noqa: BLE001 - sorted below
+            why = storage_failure(exc, self.dir)
+            if not why:
+                raise
+            raise SessionUnwritable(
+                f"session {self.dir.name} stopped: {why}; the record could not take the stop "
+                f"either: free space or make the folder writable, then `cockpit resume "
+                f"{self.dir.name}`"
+            ) from None
 
     def _new_pool(self) -> Any:
         if self.cfg.backend == "ray":
@@ -1499,12 +1548,38 @@ class Engine:
         try:
             result = fut.result()
         except BrokenProcessPool:
+            # The worker process itself died (killed from outside, the OOM killer), not the
+            # candidate's arena, whose death the judge turns into a verdict. That may say nothing
+            # about the candidate: it is evaluated once more by a fresh worker, and only a second
+            # death is its verdict, `crash`.
+            how = self._worker_died(fut)
+            lost = self.worker_lost.setdefault(cid, [])
+            lost.append(how)
+            if len(lost) == 1:
+                self._emit(
+                    events.NOTE,
+                    {
+                        "text": f"{cid}: the evaluation worker died ({how}) while evaluating it; "
+                        "evaluating it again with a fresh worker",
+                        "requeued": True,
+                        "how": how,
+                    },
+                    branch=bid,
+                    candidate=cid,
+                )
+                self.ready.insert(0, Ready(cid, bid, proposal, parent_id or None, group))
+                return
             result = {
                 "status": "crash",
-                "reasons": [{"kind": "crash", "message": "the evaluation worker died"}],
+                "reasons": [
+                    {
+                        "kind": "crash",
+                        "message": "the evaluation worker died twice while evaluating it ("
+                        + ", then ".join(lost)
+                        + "); not retried again",
+                    }
+                ],
             }
-            self.pool.shutdown()
-            self.pool = self._new_pool()
         except TaskError as exc:  # the task, not the candidate: every evaluation would fail so
             result = {
                 "status": "crash",
@@ -1532,12 +1607,64 @@ class Engine:
             self._cancel(b, "the task is broken")
         self._emit(events.NOTE, {"text": f"stopping: {self.stop_reason}"})
 
+    def _worker_died(self, fut: Future) -> str:
+        """Replace the dead worker that ran `fut`; how it died, in a few words."""
+        slot_of = getattr(self.pool, "slot_of", None)
+        slot = slot_of(fut) if slot_of else None
+        if slot is None or not hasattr(self.pool, "restart"):
+            self.pool.shutdown()
+            self.pool = self._new_pool()
+            return "ended"
+        how = self.pool.how_it_died(slot)
+        self.pool.restart(slot)
+        return how
+
     def close(self) -> None:
         try:
             self.repo.close()
         finally:
             self.lock.release()
             self.record.close()
+
+
+class SessionUnwritable(RuntimeError):
+    """The engine stopped on a write that failed and could not record even that; one line."""
+
+
+# errno values of a write that failed for want of room or permission, not because of a bug
+_WRITE_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EFBIG,
+    errno.EACCES,
+    errno.EPERM,
+}
+_SQLITE_WRITE = ("disk is full", "readonly database", "disk i/o error")
+
+
+def storage_failure(exc: BaseException, session_dir: Path) -> str | None:
+    """`cannot write FILE: WHY` when `exc` is a write to the session folder that failed (a full
+    disk, a read-only file system or folder, a file-size limit), else None. An errno that can
+    also mean a bug elsewhere (EACCES, EPERM) counts only with a file inside the folder."""
+    import sqlite3
+
+    if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
+        name = exc.filename if isinstance(exc.filename, str) else None
+        inside = name is not None and Path(name).resolve().is_relative_to(session_dir.resolve())
+        if exc.errno in (errno.EACCES, errno.EPERM) and not inside:
+            return None
+        if name is not None and not Path(name).exists():  # a file it could not create
+            return f"cannot write in {Path(name).parent}: {exc.strerror or exc}"
+        return f"cannot write {name or session_dir}: {exc.strerror or exc}"
+    if isinstance(exc, OSError) and "failed to write all bytes" in str(exc).lower():
+        # gitdb's loose-object writer on a short write (the disk filled up under it): no errno
+        return f"cannot write in {session_dir / 'repo'}: a write was cut short (a full disk?)"
+    if isinstance(exc, sqlite3.OperationalError) and any(
+        w in str(exc).lower() for w in _SQLITE_WRITE
+    ):
+        return f"cannot write {session_dir / 'session.db'}: {exc}"
+    return None
 
 
 def _done_reason(record: Any) -> str:

@@ -3,7 +3,9 @@
 A worker is a long-lived spawned process pinned to one device (`CUDA_VISIBLE_DEVICES`), so the
 engine process itself never initializes CUDA and never holds a candidate's memory. The judge in
 the worker spawns a fresh sandboxed process per candidate. Workers die with the engine
-(`PR_SET_PDEATHSIG`), so a SIGKILLed engine leaves no evaluation running behind it.
+(`PR_SET_PDEATHSIG`), so a SIGKILLed engine leaves no evaluation running behind it. A worker
+that dies itself (SIGKILLed from outside, the OOM killer) takes its arena with it; the engine
+gives that slot a fresh worker (`WorkerPool.restart`) and evaluates the candidate once more.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ class WorkerPool:
                 for gpu in self.devices
             ]
         self.busy: dict[int, Future] = {}
+        self._procs: dict[int, list[Any]] = {}  # slot -> its worker's Process, seen at submit
 
     @property
     def size(self) -> int:
@@ -175,7 +178,50 @@ class WorkerPool:
             self.warm,
         )
         self.busy[slot] = fut
+        with contextlib.suppress(AttributeError):  # the executor spawned its worker at submit
+            self._procs[slot] = list(self.slots[slot]._processes.values())
         return fut
+
+    def slot_of(self, fut: Future) -> int | None:
+        return next((i for i, f in self.busy.items() if f is fut), None)
+
+    def how_it_died(self, slot: int) -> str:
+        """How slot `slot`'s worker ended, from its exit code: "killed by SIGKILL", "exit code 1"."""
+        import signal
+        import time
+
+        procs = self._procs.get(slot, [])
+        # Its pipe closes a moment before it can be reaped, and the executor's own thread reaps
+        # it at the same time (whichever of the two waits second sees no status): wait for the
+        # exit code to be set, briefly.
+        deadline = time.monotonic() + 2.0
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(timeout=2)
+            while p.exitcode is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+        codes = [p.exitcode for p in procs if p.exitcode is not None]
+        if not codes:
+            return "ended"
+        code = codes[0]
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def restart(self, slot: int) -> None:
+        """Give slot `slot` a fresh worker after its own died (a dead worker breaks its executor
+        for good). The other slots and their evaluations in flight are left alone."""
+        ctx = mp.get_context("spawn")
+        gpu = self.devices[slot] if slot < len(self.devices) else None
+        self.slots[slot].shutdown(wait=False, cancel_futures=True)
+        self.slots[slot] = ProcessPoolExecutor(
+            1, mp_context=ctx, initializer=_init_worker, initargs=(gpu, os.getpid())
+        )
+        self.busy.pop(slot, None)
+        self._procs.pop(slot, None)
 
     def shutdown(self) -> None:
         for ex in self.slots:

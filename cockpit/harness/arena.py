@@ -172,9 +172,28 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "illegal_address", last
     if "cuda error" in low or "device-side assert" in low:
         return "crash", last
-    if isinstance(exc, MemoryError):
-        return "oom", last
+    if isinstance(exc, MemoryError) or _HOST_OOM in low:
+        return "oom", _host_oom(exc)
     return "exception", _trim_tb(exc)
+
+
+# What torch's CPU allocator says when malloc fails (RLIMIT_AS reached, or more than the host has)
+_HOST_OOM = "can't allocate memory"
+
+
+def _host_oom(exc: BaseException) -> str:
+    """A host allocation that failed, in a line: `out of host memory: tried to allocate 400.00
+    GiB (RuntimeError; line 7 in kernel: ...)`. A bare MemoryError says nothing by itself."""
+    import re
+
+    text = str(exc)
+    m = re.search(r"tried to allocate (\d+) bytes", text)
+    what = f"tried to allocate {int(m[1]) / 2**30:.2f} GiB" if m else ""
+    if not what and text.strip() and _HOST_OOM not in text.lower():
+        what = text.strip().splitlines()[0][:200]
+    where = _trim_tb(exc).rpartition(" (line ")
+    at = f"; line {where[2]}" if where[1] else ""
+    return f"out of host memory{': ' + what if what else ''} ({type(exc).__name__}{at}"
 
 
 def _trim_tb(exc: BaseException) -> str:

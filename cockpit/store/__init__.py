@@ -14,7 +14,7 @@ from cockpit.store.commands import COMMAND_KINDS
 from cockpit.store.derive import apply_event
 from cockpit.store.lock import EngineLock, SessionLocked, acquire_engine_lock, engine_pid
 from cockpit.store.models import Branch, Candidate, Command, Event, TelemetrySample
-from cockpit.store.record import ReadOnlyRecord, SessionRecord
+from cockpit.store.record import ReadOnlyRecord, RecordUnreadable, SessionDamaged, SessionRecord
 from cockpit.store.replay import ReplayReader, ReplayState
 from cockpit.store.sessions import (
     SessionInfo,
@@ -49,9 +49,11 @@ __all__ = [
     "EngineLock",
     "Event",
     "ReadOnlyRecord",
+    "RecordUnreadable",
     "ReplayReader",
     "ReplayState",
     "SessionInfo",
+    "SessionDamaged",
     "SessionLocked",
     "SessionRecord",
     "TelemetrySample",

@@ -224,7 +224,9 @@ class CandidateRepo:
         except FileExistsError:
             raise RefLocked(f"{lock} exists (another writer, or a killed one: recover())") from None
         try:
-            os.write(fd, content.encode())
+            data = memoryview(content.encode())
+            while data:  # a short write (a disk that just filled up) must not leave half a ref
+                data = data[os.write(fd, data) :]
             os.fsync(fd)
         except BaseException:
             os.close(fd)

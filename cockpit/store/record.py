@@ -55,6 +55,53 @@ class ReadOnlyRecord(RuntimeError):
     """A write was attempted through a read-only view of the record."""
 
 
+class SessionDamaged(RuntimeError):
+    """A session folder that cannot be used as it is (its record unreadable, its repository
+    missing). The message is one line that names the file; the CLI prints it and exits 2."""
+
+
+class RecordUnreadable(SessionDamaged, sqlite3.DatabaseError):
+    """`session.db` is not a readable session record: truncated, corrupted, empty, not SQLite.
+    Also a `sqlite3.DatabaseError`, so callers that skip unreadable records still do."""
+
+    def __init__(self, db_path: Path, why: str) -> None:
+        self.db_path = db_path
+        super().__init__(
+            f"{db_path}: the session record is unreadable ({why}); nothing was changed: keep a "
+            "copy of the folder (`sqlite3 session.db .recover` may save its events)"
+        )
+
+
+class RecordNotWritable(SessionDamaged, sqlite3.DatabaseError):
+    """`session.db` cannot be opened for writing: a read-only folder or file system, a full
+    disk. The record itself may be whole."""
+
+    def __init__(self, db_path: Path, why: str) -> None:
+        self.db_path = db_path
+        super().__init__(
+            f"{db_path}: cannot write the session record ({why}); nothing was changed: make "
+            "its folder writable or free space, then try again"
+        )
+
+
+# What SQLite says when it cannot write the file or create its -wal/-shm next to it
+_NOT_WRITABLE = (
+    "unable to open database file",
+    "attempt to write a readonly database",
+    "disk i/o error",
+    "database or disk is full",
+)
+
+
+def _not_writable(exc: sqlite3.DatabaseError) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).lower() in _NOT_WRITABLE
+
+
+# The record opened last in this process: the CLI names it when a read fails later on a damaged
+# page (`sqlite3.DatabaseError` raised by a query, not by the open).
+last_opened: Path | None = None
+
+
 def db_path_of(path: str | Path) -> Path:
     """Accept a session folder or the database file itself."""
     path = Path(path)
@@ -76,6 +123,8 @@ class SessionRecord:
         self._depth = 0  # nesting of write transactions
         self._reading = 0  # nesting of read snapshots
         self._engine_lock: EngineLock | None = None
+        global last_opened
+        last_opened = db_path
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -86,14 +135,39 @@ class SessionRecord:
         if not create and not db_path.exists():
             raise FileNotFoundError(f"no session record at {db_path}")
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            db_path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1e3
-        )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        if check_schema(conn) < SCHEMA_VERSION:  # new file (or an older schema): create
-            create_schema(conn)
+        if not create and db_path.stat().st_size == 0:
+            # an emptied file reads as a new database: the WAL pragma alone would write to it,
+            # and creating the schema would start the session over, its history lost unseen
+            raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
+        try:
+            conn = sqlite3.connect(
+                db_path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1e3,
+            )
+        except sqlite3.OperationalError as exc:
+            raise RecordNotWritable(db_path, str(exc)) from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            version = check_schema(conn)  # read before anything writes to the file
+            if not create and version == 0:
+                raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            if version < SCHEMA_VERSION:  # new file (or an older schema): create
+                create_schema(conn)
+        except RecordUnreadable:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if _not_writable(exc):
+                raise RecordNotWritable(db_path, str(exc)) from None
+            raise RecordUnreadable(db_path, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, db_path, readonly=False)
 
     @classmethod
@@ -106,8 +180,32 @@ class SessionRecord:
         conn = sqlite3.connect(
             uri, uri=True, isolation_level=None, check_same_thread=False, timeout=10.0
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        check_schema(conn)
+        try:
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                version = check_schema(conn)
+            except sqlite3.OperationalError as exc:
+                # A WAL database in a read-only folder: SQLite cannot make its -shm. With no
+                # -wal file beside it the database file is the whole record, so it is read as
+                # an immutable file (an engine could not be writing to that folder anyway).
+                if not _not_writable(exc) or Path(f"{db_path}-wal").exists():
+                    raise
+                conn.close()
+                conn = sqlite3.connect(
+                    uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+                )
+                version = check_schema(conn)
+            if version == 0:
+                raise RecordUnreadable(db_path, "no session tables in it: empty or truncated")
+        except RecordUnreadable:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise RecordUnreadable(db_path, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, db_path, readonly=True)
 
     def close(self) -> None:
@@ -169,6 +267,13 @@ class SessionRecord:
                 raise
             self._depth = 0
             self._conn.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        """Move the write-ahead log's frames into the database (`wal_checkpoint(RESTART)`), so
+        the next transaction writes the log from its start, over space the file already has."""
+        self._writable()
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
 
     def append(
         self,

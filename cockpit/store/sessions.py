@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any
 
 from cockpit.store import events as ev
 from cockpit.store.lock import engine_pid
-from cockpit.store.record import DB_FILE, SessionRecord
+from cockpit.store.record import DB_FILE, SessionDamaged, SessionRecord
 
 ENV_VAR = "COCKPIT_SESSIONS_DIR"
 DEFAULT_DIR = "sessions"
@@ -55,15 +56,43 @@ def create_session(
     root.mkdir(parents=True, exist_ok=True)
     with private_files():
         folder = _unique_folder(root, base)
-        with SessionRecord.open(folder, create=True) as record:
-            payload = {"name": folder.name, "task": task, "device": device, "created": time.time()}
-            if config:
-                payload["config"] = config
-            record.append(ev.SESSION_CREATED, payload)
-        from cockpit.store.gitrepo import CandidateRepo  # gitpython only when a session is made
+        # made under another name and renamed once whole: a reader (`cockpit ls`, `status`, a
+        # test polling) never finds a `session.db` without its tables, which reads as a damaged one
+        making = folder / f"{Path(DB_FILE).stem}.new.db"
+        try:
+            with SessionRecord.open(making, create=True) as record:
+                payload = {
+                    "name": folder.name, "task": task, "device": device, "created": time.time()
+                }
+                if config:
+                    payload["config"] = config
+                record.append(ev.SESSION_CREATED, payload)
+            os.replace(making, folder / DB_FILE)
+            from cockpit.store.gitrepo import CandidateRepo  # gitpython when a session is made
 
-        CandidateRepo(folder / REPO_DIR).close()
+            CandidateRepo(folder / REPO_DIR).close()
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # ours, just made: no half-made session left
+            raise
     return folder
+
+
+def check_repo(folder: str | Path) -> None:
+    """Raise SessionDamaged when `repo/` is gone while the record points at commits in it: an
+    engine would otherwise make a new, empty repository and the candidates' history would be
+    lost without a word. A session with nothing committed yet gets its repository remade."""
+    folder = Path(folder)
+    repo = folder / REPO_DIR
+    if (repo / ".git").exists():
+        return
+    with SessionRecord.open_readonly(folder) as record:
+        (n,) = record.execute("SELECT count(*) FROM candidates WHERE commit_sha IS NOT NULL")[0]
+    if n:
+        raise SessionDamaged(
+            f"{repo}: the candidate repository is missing ({n} committed candidate"
+            f"{'s' * (n > 1)} recorded in session.db); nothing was changed: put the folder back "
+            "to resume"
+        )
 
 
 # A session folder holds the prompts, the model's replies and the candidates: private to the
@@ -163,8 +192,13 @@ def read_session_info(folder: str | Path) -> SessionInfo:
     )
 
 
+UNREADABLE = "unreadable"
+
+
 def list_sessions(sessions_dir: str | Path | None = None) -> list[SessionInfo]:
-    """Every readable session, oldest first. Folders without a readable record are skipped."""
+    """Every session, oldest first. A folder whose `session.db` cannot be read is listed with
+    the state `unreadable` (first, its creation time being unknown), not left out: `cockpit ls`
+    must not hide a damaged session."""
     root = resolve_sessions_dir(sessions_dir)
     if not root.is_dir():
         return []
@@ -175,13 +209,28 @@ def list_sessions(sessions_dir: str | Path | None = None) -> list[SessionInfo]:
         try:
             infos.append(read_session_info(folder))
         except (sqlite3.Error, OSError):
-            continue
+            infos.append(
+                SessionInfo(
+                    name=folder.name,
+                    path=folder,
+                    task=None,
+                    device=None,
+                    state=UNREADABLE,
+                    recorded_state=None,
+                    created=None,
+                    engine_pid=None,
+                    candidates=0,
+                    best_us=None,
+                    best_candidate=None,
+                    last_event_t=None,
+                )
+            )
     return sorted(infos, key=lambda i: (i.created or 0.0, i.name))
 
 
 def latest_session(sessions_dir: str | Path | None = None) -> SessionInfo | None:
-    """The most recently created session, or None when there is none."""
-    sessions = list_sessions(sessions_dir)
+    """The most recently created readable session, or None when there is none."""
+    sessions = [i for i in list_sessions(sessions_dir) if i.state != UNREADABLE]
     return sessions[-1] if sessions else None
 
 
