@@ -342,19 +342,10 @@ class RayPool:
         mode: str,
         incumbent: dict[str, Any] | None = None,
     ) -> Future:
-        device = "cpu" if self.device == "cpu" else "cuda"
-        args = (
-            Path(task_root).name,
-            self._task_ref(task_root),
-            name,
-            source,
-            device,
-            mode,
-            incumbent,
-            self.exchange,
-            self.cascade,
-            self.warm,
-        )
+        from cockpit.engine.workers import job_args
+
+        task_ref = self._task_ref(task_root)
+        args = (Path(task_root).name, *job_args(self, task_ref, name, source, mode, incumbent))
         fut: Future = Future()
         with self._lock:
             self._start(_Call(fut, args, slot))

@@ -112,6 +112,16 @@ def visible_ids(visible: str | None, count: int) -> list[str]:
     return [v.strip() for v in visible.split(",") if v.strip()]
 
 
+def job_args(
+    pool: Any, task: Any, name: str, source: str, mode: str, incumbent: dict[str, Any] | None
+) -> tuple:
+    """What one evaluation job is called with, in `_evaluate`'s order, for a pool of either
+    backend (`pool` has `device`, `exchange`, `cascade` and `warm`): the local workers pass a
+    task folder, the Ray backend a reference to the task's files."""
+    device = "cpu" if pool.device == "cpu" else "cuda"
+    return (task, name, source, device, mode, incumbent, pool.exchange, pool.cascade, pool.warm)
+
+
 class WorkerPool:
     def __init__(
         self,
@@ -164,18 +174,8 @@ class WorkerPool:
         mode: str,
         incumbent: dict[str, Any] | None = None,
     ) -> Future:
-        device = "cpu" if self.device == "cpu" else "cuda"
         fut = self.slots[slot].submit(
-            _evaluate,
-            task_root,
-            name,
-            source,
-            device,
-            mode,
-            incumbent,
-            self.exchange,
-            self.cascade,
-            self.warm,
+            _evaluate, *job_args(self, task_root, name, source, mode, incumbent)
         )
         self.busy[slot] = fut
         with contextlib.suppress(AttributeError):  # the executor spawned its worker at submit

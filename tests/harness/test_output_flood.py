@@ -172,6 +172,31 @@ def test_bytes_after_the_last_reply_are_an_integrity_verdict(tmp_path):
     ), describe(result)
 
 
+def test_half_a_message_after_the_last_reply_is_an_integrity_verdict_not_a_wait(tmp_path):
+    # A forged last reply, then the head of a message that claims 1000 bytes and never sends
+    # them: the judge tells bytes after the last reply by one raw byte, never by reading a
+    # message whose length the candidate chose, so it answers at once instead of waiting.
+    body = (
+        "import json\n"
+        "f = sys._getframe()\n"
+        "while f is not None and f.f_code.co_name != 'serve':\n"
+        "    f = f.f_back\n"
+        "msg = f.f_locals.get('msg') if f else None\n"
+        "if msg and msg.get('op') == 'profile' and not globals().get('SENT'):\n"
+        "    globals()['SENT'] = True\n"
+        "    os.write(FD, frame(json.dumps({'ok': True, 'seq': msg['seq']}).encode()))\n"
+        "    os.write(FD, struct.pack('!i', 1000) + b'{' * 10)"
+    )
+    t0 = time.monotonic()
+    result = run_judge("softmax", _channel_candidate(tmp_path, body), static=False)
+    assert time.monotonic() - t0 < 120
+    assert result.status == "rejected", describe(result)
+    assert any(
+        r.kind == "integrity" and re.search("after the last reply|unsolicited bytes", r.message)
+        for r in result.reasons
+    ), describe(result)
+
+
 def test_a_clean_candidate_on_the_same_path_is_ok(tmp_path):
     """The control for the channel tests: the same file with nothing written is judged ok."""
     result = run_judge("softmax", _channel_candidate(tmp_path, "pass"), static=False)
