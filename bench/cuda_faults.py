@@ -3,8 +3,8 @@ evaluates the next candidate correctly after each.
 
 The candidates are `tests/gpu/faults/*.py` (400 GiB asked for, a store a terabyte past the
 output, a 32-bit row offset that wraps on the hidden shape with more than 2**31 elements). Each
-is judged (`--mode`, full by default: every hidden shape), then the honest seed `--after`, in the
-same judge process.
+is judged (`--mode`, full by default: every hidden shape), then the honest seed `--after` (in
+`--after-mode`), in the same judge process.
 
     python bench/cuda_faults.py --out faults.json
 
@@ -31,6 +31,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--mode", default="iterate", choices=["quick", "iterate", "final"])
     ap.add_argument("--after", default="kernels/softmax/seeds/triton_tiled.py")
+    ap.add_argument("--after-mode", default="quick", choices=["quick", "iterate", "final"])
     ap.add_argument("files", nargs="*")
     ap.add_argument("--out")
     args = ap.parse_args()
@@ -40,7 +41,8 @@ def main() -> int:
     for f in files:
         for path in (f, ROOT / args.after):
             t0 = time.perf_counter()
-            res = evaluate(task, path, Options(device=args.device, mode=args.mode, profile=False))
+            mode = args.after_mode if path != f else args.mode
+            res = evaluate(task, path, Options(device=args.device, mode=mode, profile=False))
             row = {
                 "candidate": path.name,
                 "after": path != f,
@@ -50,8 +52,8 @@ def main() -> int:
             }
             out.append(row)
             print(json.dumps(row), flush=True)
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=1))
+            if args.out:
+                Path(args.out).write_text(json.dumps(out, indent=1))
     return 0
 
 

@@ -95,14 +95,21 @@ def main() -> int:
     ap.add_argument("--out")
     args = ap.parse_args()
     report: dict[str, Any] = {"device": args.device, "mode": args.mode, "honest": [], "forges": []}
+
+    def save() -> None:  # after every verdict: a run cut short keeps what it measured
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=1))
+
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.honest:
             task, _, file = spec.partition(":")
             report["honest"].append(judge(task, ROOT / file, args))
+            save()
         for name, divisors in (("reply_forge.py", args.forge), ("native_pyrun_forge.py", args.native)):
             for d in divisors:
                 r = judge("softmax", forged(name, d, Path(tmp)), args, static=False, profile=False)
                 report["forges"].append(dict(r, divisor=d))
+                save()
         report["cost"] = []
         for spec in args.cost:
             task, _, file = spec.partition(":")
@@ -116,8 +123,7 @@ def main() -> int:
                 {"task": task, "candidate": file, "wall_s": walls, "added": round(on / off - 1, 4)}
             )
             print(f"cost of the clock on {file}: {100 * (on / off - 1):+.1f}% ({walls})", flush=True)
-    if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1))
+            save()
     return 0
 
 

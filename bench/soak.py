@@ -272,8 +272,13 @@ def run_soak(evals: int, workdir: Path, beam: int = 2, timeout_s: float = 3600) 
         "requests_received": len(provider.received),
     }
     report.update(_account(sessions / "soak", env, len(provider.received)))
-    time.sleep(0.5)  # a process that is about to exit is not "left behind"
+    # a process that is about to exit is not "left behind": a resource tracker, for one, ends
+    # only once every process that used it has closed its pipe; give them 15 s
+    deadline = time.monotonic() + 15.0
     left = _left_behind(str(sessions), seen)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _left_behind(str(sessions), seen)
     report["processes_seen"] = len(seen)
     report["left_behind"] = left
     if proc.returncode != 0:

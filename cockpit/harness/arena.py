@@ -253,6 +253,15 @@ def _import_candidate(name: str, path: Path) -> tuple[Any, dict[str, Any] | None
     return module, None
 
 
+def _random(spec: dict[str, Any], device: str) -> torch.Tensor:
+    """A tensor of `spec`'s shape and dtype with random values (zeros for integers)."""
+    dtype = getattr(torch, spec["dtype"])
+    if dtype.is_floating_point or dtype.is_complex:
+        gen = torch.float32 if dtype.is_floating_point else dtype
+        return torch.randn(spec["shape"], device=device, dtype=gen).to(dtype)
+    return torch.zeros(spec["shape"], device=device, dtype=dtype)
+
+
 class Arena:
     def __init__(self, conn: Connection, cfg: dict[str, Any]) -> None:
         self.conn = conn
@@ -678,15 +687,11 @@ class Arena:
         """Before the candidate is imported: a burst whose kernel only writes outputs of the
         reference's shapes, so the judge learns what a burst costs around the calls
         (inputs, commitments, the request) while this process is still only the arena's. A
-        request with a `pool` stages a new shape's inputs for the ones that follow."""
-        if "pool" in msg:
-            self.null_pool = [
-                [self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]
-            ]
-            self.null_outs = [
-                torch.randn(spec["shape"], device=self.device).to(getattr(torch, spec["dtype"]))
-                for spec in msg["outputs"]
-            ]
+        request with `inputs` stages a new shape (two random inputs of those shapes and dtypes)
+        for the ones that follow."""
+        if "inputs" in msg:
+            self.null_pool = [[_random(spec, self.device) for spec in msg["inputs"]] for _ in "ab"]
+            self.null_outs = [_random(spec, self.device) for spec in msg["outputs"]]
         outs = self.null_outs
         # outputs written once, with zeros: a commitment over uninitialized memory may read
         # denormals, which the CPU computes a hundred times slower than the candidate's outputs

@@ -91,7 +91,7 @@ class Options:
     # per-call limits (seconds), overriding the task's `[limits]`
     limits: dict[str, float] | None = None
     # the judge's own clock over bursts of calls, against the times the arena reports
-    # (judge_clock.py): rejects on the CPU, recorded on the shape's timing on a GPU
+    # (judge_clock.py): a forged median is rejected, every reading recorded on the shape
     judge_clock: bool = True
 
 
@@ -214,6 +214,7 @@ class _Evaluation:
         self.called: set[str] = set()  # shapes the candidate was called on in this arena
         # per timed shape, before the load: the fastest null burst (us) at each length of its ladder
         self.null_us: dict[str, dict[int, float]] = {}
+        self.host_extra: dict[str, float] = {}  # per timed shape on a GPU: `host_excess`
         self.call_shape = ""  # the shape the open burst runs on
         self.commits: tuple[int, int, list[float]] = (0, 0, [])  # the last burst's seeds, replies
         per_shape = baselines.load(task, opts.device).get("reference", {}).get("per_shape", {})
@@ -922,6 +923,7 @@ class _Evaluation:
         sr.timing = stats
         if self.device != "cpu":
             excess = host_excess(reply, samples, host)
+            self.host_extra[label] = excess
             if excess > max(0.5 * stats.median_us, 50.0):
                 self.res.fail(
                     "hidden_work",
@@ -962,24 +964,24 @@ class _Evaluation:
         length of its ladder, while the arena holds no candidate: what a burst costs besides the
         calls."""
         for shape in self._shapes("benchmark"):
-            entries = [
-                tuple(
-                    ref.make_inputs(
-                        dict(shape.params), secrets.randbits(62), str(self.judge_device)
-                    )
-                )
-                for _ in range(2)
-            ]
-            meta = expected_meta(ref, entries[0])
+            entry = tuple(
+                ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
+            )
+            meta = expected_meta(ref, entry)
             outputs = [
                 {"shape": list(dims), "dtype": str(dtype).removeprefix("torch.")}
                 for dims, dtype in meta
             ]
+            inputs = [
+                {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+                for t in entry
+            ]
+            del entry
             ks = judge_clock.ladder(sum(math.prod(d) * t.itemsize for d, t in meta), self.device)
             msg = {"op": "null_burst", "outputs": outputs, "k": 0}
-            staged = [[self.tx.pack(t, "n") for t in e] for e in entries]
-            self._clocked_request(dict(msg, pool=staged), null=True)  # staged, not counted
-            self.tx.reset()
+            # the arena makes the null's inputs itself, of these shapes and dtypes: their values
+            # cost nothing that matters, their bytes would cost a transfer
+            self._clocked_request(dict(msg, inputs=inputs), null=True)  # staged, not counted
             # unmeasured: the first long burst grows the heap and touches the code paths, which
             # the candidate's bursts later find done (a cold null would read them negative)
             self._clocked_request(dict(msg, k=ks[-1]), null=True)
@@ -1039,13 +1041,15 @@ class _Evaluation:
             for _ in range(judge_clock.BURSTS):
                 bursts.append(self._clocked_request({"op": "burst", "k": k}, limit=limit))
                 self._reveal(ref, pool, label)
-            reading = judge_clock.read(null[k], k, bursts, stats.median_us, self.device)
+            reading = judge_clock.read(
+                null[k], k, bursts, stats.median_us, self.device, self.host_extra.get(label, 0.0)
+            )
             if not reading.implausible:
                 break
         stats.judge_us = round(reading.per_call_us, 3)
         stats.judge_ratio = round(reading.ratio, 3)
         stats.judge_k = k
-        if reading.implausible and self.device == "cpu":
+        if reading.implausible:
             self.res.fail("integrity", judge_clock.message(reading), stage="time", shape=label)
             raise _Stop
 

@@ -115,7 +115,10 @@ def make_private(folder: Path) -> None:
     """For the engine's process: everything it writes from now on is private, and so is the
     session folder itself (one made by an older version may be 0755)."""
     os.umask(PRIVATE_UMASK)
-    os.chmod(folder, 0o700)
+    # a folder that cannot be changed (read-only, immutable) cannot be written either: what
+    # writes to it next says so in one line
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o700)
 
 
 def check_session_name(name: str) -> None:

@@ -41,11 +41,14 @@ def test_a_running_llm_engine_refuses_set_model_with_an_unknown_model(
     assert run.returncode == 0, run.stdout + run.stderr
     try:
         for model, why in (("gtp-4o", "'gtp-4o' names no provider"),
-                           ("nosuch/coder", "'nosuch/coder' names no provider"),
-                           ("bad model", "no spaces")):  # fmt: skip
+                           ("nosuch/coder", "'nosuch/coder' names no provider")):  # fmt: skip
             r = _cockpit(tmp_path, "send", "m", "set-model", model, "--wait")
             assert r.returncode == 1, r.stdout + r.stderr
             assert r.stdout.startswith("refused: set-model: ") and why in r.stdout, r.stdout
+        # no model name at all: `cockpit send` refuses it itself, nothing reaches the engine
+        r = _cockpit(tmp_path, "send", "m", "set-model", "bad model", "--wait")
+        assert r.returncode == 2 and "no spaces" in r.stderr, r.stdout + r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
         ok = _cockpit(tmp_path, "send", "m", "set-model", "openai/other-coder", "--wait")
         assert ok.returncode == 0 and ok.stdout.startswith("ok: model openai/other-coder"), ok.stdout
         st = json.loads(_cockpit(tmp_path, "status", "m", "--json").stdout)

@@ -76,6 +76,9 @@ class LocalCluster:
         from ray.cluster_utils import Cluster
 
         self.temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths
+        # Ray writes the head's address to /tmp/ray/ray_current_cluster whatever the temp_dir,
+        # and fails when that folder is missing (a fresh machine where no Ray ran yet)
+        os.makedirs("/tmp/ray", exist_ok=True)
         self.seen: dict[int, psutil.Process] = {}
         self.cluster = Cluster(
             initialize_head=True,
