@@ -169,15 +169,36 @@ def _profile(workdir: Path, base: str) -> Path:
     return path
 
 
-def _left_behind(marker: str, seen: dict[int, float]) -> list[str]:
-    """Processes of the run still alive: this process's children, every descendant of the run
+def _children() -> dict[int, float]:
+    """This process's descendants now (pid -> start time)."""
+    import psutil
+
+    out: dict[int, float] = {}
+    for c in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out[c.pid] = c.create_time()
+    return out
+
+
+def _left_behind(marker: str, seen: dict[int, float], before: dict[int, float]) -> list[str]:
+    """Processes of the run still alive: this process's children that were not there before the
+    run (a test runner's own resource tracker is not the run's), every descendant of the run
     sampled while it ran (the same pid and start time), and any process whose environment
     carries the run's sessions folder (engine and workers; arenas get a scrubbed one)."""
     import psutil
 
+    from multiprocessing import resource_tracker
+
+    own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
     alive: dict[int, psutil.Process] = {}
     for c in psutil.Process().children(recursive=True):
-        alive[c.pid] = c
+        if c.pid == own_tracker:
+            continue  # this process's own tracker (the test runner's), not the run's
+        with contextlib.suppress(psutil.NoSuchProcess):
+            started = before.get(c.pid)
+            if started is not None and abs(c.create_time() - started) < 0.05:
+                continue
+            alive[c.pid] = c
     for pid, started in seen.items():
         try:
             p = psutil.Process(pid)
@@ -222,6 +243,7 @@ def run_soak(evals: int, workdir: Path, beam: int = 2, timeout_s: float = 3600) 
     for var in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
         env.pop(var, None)
     t0 = time.monotonic()
+    before = _children()
     seen: dict[int, float] = {}  # every process the run started (pid -> start time), sampled
     try:
         proc = subprocess.Popen(
@@ -275,10 +297,10 @@ def run_soak(evals: int, workdir: Path, beam: int = 2, timeout_s: float = 3600) 
     # a process that is about to exit is not "left behind": a resource tracker, for one, ends
     # only once every process that used it has closed its pipe; give them 15 s
     deadline = time.monotonic() + 15.0
-    left = _left_behind(str(sessions), seen)
+    left = _left_behind(str(sessions), seen, before)
     while left and time.monotonic() < deadline:
         time.sleep(0.5)
-        left = _left_behind(str(sessions), seen)
+        left = _left_behind(str(sessions), seen, before)
     report["processes_seen"] = len(seen)
     report["left_behind"] = left
     if proc.returncode != 0:
