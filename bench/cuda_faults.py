@@ -3,8 +3,8 @@ evaluates the next candidate correctly after each.
 
 The candidates are `tests/gpu/faults/*.py` (400 GiB asked for, a store a terabyte past the
 output, a 32-bit row offset that wraps on the hidden shape with more than 2**31 elements). Each
-is judged (`--mode`, full by default: every hidden shape), then the honest seed `--after` (in
-`--after-mode`), in the same judge process.
+is judged (`--mode`, iterate by default: every hidden shape), then the honest seed `--after` (in
+`--after-mode`; `--after ''` for none), in the same judge process.
 
     python bench/cuda_faults.py --out faults.json
 
@@ -30,7 +30,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--mode", default="iterate", choices=["quick", "iterate", "final"])
-    ap.add_argument("--after", default="kernels/softmax/seeds/triton_tiled.py")
+    ap.add_argument(
+        "--after", default="kernels/softmax/seeds/triton_tiled.py", help="'' for none"
+    )
     ap.add_argument("--after-mode", default="quick", choices=["quick", "iterate", "final"])
     ap.add_argument("files", nargs="*")
     ap.add_argument("--out")
@@ -39,7 +41,7 @@ def main() -> int:
     task = load_task("softmax")
     out = []
     for f in files:
-        for path in (f, ROOT / args.after):
+        for path in (f, ROOT / args.after) if args.after else (f,):
             t0 = time.perf_counter()
             mode = args.after_mode if path != f else args.mode
             res = evaluate(task, path, Options(device=args.device, mode=mode, profile=False))
