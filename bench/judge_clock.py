@@ -10,7 +10,9 @@ each) and, for every timed shape, the reported median, the judge's reading per c
   `--native DIV` does the same with `tests/adversarial/native_pyrun_forge.py` (a `load_inline`
   extension that runs the same Python through the C API; needs a compiler).
 - `--cost TASK:FILE`: the candidate judged with the clock on and off, alternately `--rounds`
-  times, in one process: what the check adds to an evaluation's wall time.
+  times, in one process: what the check adds to an evaluation's wall time. Every verdict also
+  carries the clock's own seconds (`clock_s`, from the judge's breakdown) and their share of the
+  evaluation (`clock_share`), which needs no second evaluation and no quiet machine.
 
     python bench/judge_clock.py --device cuda --honest softmax:kernels/softmax/seeds/triton_tiled.py \\
         --forge 1.5 2 3 10 --cost softmax:kernels/softmax/seeds/triton_tiled.py --out jc.json
@@ -63,12 +65,19 @@ def judge(task: str, path: Path, args: argparse.Namespace, **opts: Any) -> dict[
         "reasons": [f"{r.kind} [{r.shape}]: {r.message}" for r in res.reasons][:3],
         "wall_s": round(wall, 2),
         "stage_s": res.stage_s,
+        # what the cross-check itself took: null bursts before the import, bursts after timing
+        "clock_s": {
+            "null": (res.breakdown_s.get("load") or {}).get("judge_clock", 0.0),
+            "bursts": (res.breakdown_s.get("time") or {}).get("judge_clock", 0.0),
+        },
         "shapes": shapes,
     }
+    out["clock_share"] = round(sum(out["clock_s"].values()) / max(wall, 1e-9), 4)
     ratios = [s["ratio"] for s in shapes if s["ratio"] is not None]
     print(
         f"{out['candidate']:<48} {res.status:<9} wall {wall:6.1f}s "
-        f"max ratio {max(ratios, default=float('nan')):6.2f}  {out['reasons'][:1]}",
+        f"max ratio {max(ratios, default=float('nan')):6.2f}  clock {100 * out['clock_share']:.1f}% "
+        f"{out['reasons'][:1]}",
         flush=True,
     )
     return out

@@ -210,10 +210,15 @@ def where_time_went(r: dict[str, Any]) -> str:
     t = b.get("time")
     if t:
         loop, check = t.get("arena_loop", 0.0), t.get("check", 0.0)
+        clock = t.get("judge_clock", 0.0)
         warm = max(0.0, t.get("arena", 0.0) - loop)
-        rest = max(0.0, stage.get("time", 0.0) - loop - warm - check)
+        rest = max(0.0, stage.get("time", 0.0) - loop - warm - check - clock)
+        clocked = f", judge's clock {clock:.1f}" if clock else ""
         parts.append(
             f"time {stage.get('time', 0.0):.1f} s = sampling {loop:.1f}, warm-up {warm:.1f}, "
-            f"checks {check:.1f}, inputs/transfers {rest:.1f}"
+            f"checks {check:.1f}{clocked}, inputs/transfers {rest:.1f}"
         )
+    null = (b.get("load") or {}).get("judge_clock")
+    if null:
+        parts.append(f"load: null bursts {null:.1f} s")
     return "; ".join(parts)

@@ -214,6 +214,7 @@ class _Evaluation:
         self.called: set[str] = set()  # shapes the candidate was called on in this arena
         # per timed shape, before the load: the fastest null burst (us) at each length of its ladder
         self.null_us: dict[str, dict[int, float]] = {}
+        self.calibrate_s = 0.0  # wall seconds of the null bursts (breakdown_s["load"])
         self.host_extra: dict[str, float] = {}  # per timed shape on a GPU: `host_excess`
         self.call_shape = ""  # the shape the open burst runs on
         self.commits: tuple[int, int, list[float]] = (0, 0, [])  # the last burst's seeds, replies
@@ -312,6 +313,8 @@ class _Evaluation:
         res.stage_s.pop("done", None)
         res.wall_s = time.monotonic() - t0
         res.breakdown_s = sum_breakdowns(sr.breakdown_s for sr in res.shapes)
+        if self.calibrate_s:  # the null bursts, before the candidate was imported
+            res.breakdown_s.setdefault("load", {})["judge_clock"] = round(self.calibrate_s, 4)
         res.env = {"torch": torch.__version__, "machine": scoring.machine_key(self.device)}
         return res
 
@@ -557,7 +560,9 @@ class _Evaluation:
             self.res.fail(setup.get("kind", "crash"), setup.get("message", ""), stage="load")
             raise _Stop
         if ref is not None and self.opts.judge_clock:
+            t = time.perf_counter()
             self._calibrate(ref)
+            self.calibrate_s = time.perf_counter() - t
         self.ch.send({"op": "load"})
         self.in_call = True
         loaded = self.ch.recv(self.deadline)
@@ -938,7 +943,8 @@ class _Evaluation:
             if bound := host_bound(label, stats):
                 self.res.flags.append(bound)
         if self.opts.judge_clock:
-            self._clock_shape(ref, shape, sr, pool, label)
+            with _clocked(sr, "time", "judge_clock"):
+                self._clock_shape(ref, shape, sr, pool, label)
 
     def _rebuild(self, pool: list[tuple], recipe: Any) -> tuple[torch.Tensor, ...]:
         """The exact input of a checked timed call, from the judge's own copy of the pool: the

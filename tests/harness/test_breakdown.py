@@ -1,7 +1,6 @@
 """`breakdown_s`: where an evaluation's wall time goes, per shape and summed (making inputs, the
 round trip to the arena, the arena's own part, the candidate's calls, reading outputs back,
-checking). Session 5 measured quick QR evaluations of 157-218 s on the H200 with nothing to say
-why; this is the instrument. It is informational, and the arena's half of it comes from the
+checking, the judge's clock). It is informational, and the arena's half of it comes from the
 candidate's process, so it is sanitized and never feeds a verdict."""
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ def test_every_shape_says_where_its_seconds_went_and_the_parts_add_up() -> None:
             t = sr.breakdown_s["time"]
             assert {"inputs", "request", "arena", "arena_loop", "check"} <= set(t)
             assert t["arena_loop"] <= t["arena"] + EPS <= t["request"] + 2 * EPS
+            if sr.set == "benchmark":  # the judge's bursts on the shapes the score is made of
+                assert 0 < t["judge_clock"] <= res.stage_s["time"]
         else:
             assert "time" not in sr.breakdown_s
     for stage in ("verify", "time"):
@@ -70,3 +71,19 @@ def test_the_eval_table_says_where_the_time_went_in_one_line() -> None:
         "time 83.0 s = sampling 40.0, warm-up 25.0, checks 6.0, inputs/transfers 12.0"
     )
     assert where_time_went({"stage_s": {"load": 1.0}}) == ""  # a load error has no breakdown
+    r["breakdown_s"]["time"]["judge_clock"] = 7.0
+    r["breakdown_s"]["load"] = {"judge_clock": 2.0}
+    assert where_time_went(r).endswith(
+        "checks 6.0, judge's clock 7.0, inputs/transfers 5.0; load: null bursts 2.0 s"
+    )
+
+
+def test_the_judges_clock_says_what_it_cost() -> None:
+    """The null bursts before the import and the bursts after each benchmark shape's timing are
+    in the breakdown, so any evaluation says what the cross-check cost it."""
+    res = run_judge("softmax", KERNELS / "softmax" / "seeds" / "torch_eager.py")
+    assert res.status == "ok", res.reasons
+    null = res.breakdown_s["load"]["judge_clock"]
+    assert 0 < null <= res.stage_s["load"] + EPS
+    bursts = res.breakdown_s["time"]["judge_clock"]
+    assert 0 < bursts <= res.stage_s["time"] + EPS
