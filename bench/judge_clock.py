@@ -114,7 +114,10 @@ def main() -> int:
             task, _, file = spec.partition(":")
             report["honest"].append(judge(task, ROOT / file, args))
             save()
-        for name, divisors in (("reply_forge.py", args.forge), ("native_pyrun_forge.py", args.native)):
+        for name, divisors in (
+            ("reply_forge.py", args.forge),
+            ("native_pyrun_forge.py", args.native),
+        ):
             for d in divisors:
                 r = judge("softmax", forged(name, d, Path(tmp)), args, static=False, profile=False)
                 report["forges"].append(dict(r, divisor=d))
@@ -131,7 +134,9 @@ def main() -> int:
             report["cost"].append(
                 {"task": task, "candidate": file, "wall_s": walls, "added": round(on / off - 1, 4)}
             )
-            print(f"cost of the clock on {file}: {100 * (on / off - 1):+.1f}% ({walls})", flush=True)
+            print(
+                f"cost of the clock on {file}: {100 * (on / off - 1):+.1f}% ({walls})", flush=True
+            )
             save()
     return 0
 
