@@ -89,6 +89,14 @@ def _profile(write_profile, provider, **fields) -> Path:
     return write_profile(name="cycler", **(base | fields))
 
 
+def _run(tmp_path: Path, session: str, profile: Path, budget: int, *extra: str):
+    """`cockpit run` on the toy task with one branch on the CPU (quick mode)."""
+    return _cockpit(
+        tmp_path, "run", str(TOYTASK), "--session", session, "--agent", str(profile),
+        "--budget", str(budget), "--beam", "1", "--device", "cpu", "--mode", "quick", *extra,
+    )  # fmt: skip
+
+
 def _status(tmp_path: Path, name: str) -> dict:
     r = _cockpit(tmp_path, "status", name, "--json", timeout=60)
     assert r.returncode == 0, r.stderr
@@ -100,25 +108,7 @@ def test_a_model_that_repeats_itself_is_paused_and_the_session_stops_resumably(
 ):
     _cycle(provider, CYCLE)
     profile = _profile(write_profile, provider, max_calls_per_eval=50)
-    run = _cockpit(
-        tmp_path,
-        "run",
-        str(TOYTASK),
-        "--session",
-        "loop",
-        "--agent",
-        str(profile),
-        "--budget",
-        "8",
-        "--beam",
-        "1",
-        "--plateau",
-        "50",
-        "--device",
-        "cpu",
-        "--mode",
-        "quick",
-    )
+    run = _run(tmp_path, "loop", profile, 8, "--plateau", "50")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     first = len(provider.received)
     st = _status(tmp_path, "loop")
@@ -160,25 +150,7 @@ def test_the_model_call_cap_stops_the_session_at_an_exact_number_of_requests(
 ):
     _cycle(provider, CYCLE)
     profile = _profile(write_profile, provider, max_calls_per_eval=2, max_unusable=1000)
-    run = _cockpit(
-        tmp_path,
-        "run",
-        str(TOYTASK),
-        "--session",
-        "cap",
-        "--agent",
-        str(profile),
-        "--budget",
-        "6",
-        "--beam",
-        "1",
-        "--plateau",
-        "50",
-        "--device",
-        "cpu",
-        "--mode",
-        "quick",
-    )
+    run = _run(tmp_path, "cap", profile, 6, "--plateau", "50")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert len(provider.received) == 2 * 6  # every request counts: 429s, 500s and repairs too
     st = _status(tmp_path, "cap")
@@ -246,24 +218,7 @@ def test_the_branch_shows_waiting_for_provider_until_a_time(
     provider.push(Reply(status=429, retry_after="4"), reply_with(KERNELS[0]))
     provider.default = Reply(text=reply_with(KERNELS[1]))
     profile = _profile(write_profile, provider)
-    env_run = _cockpit(
-        tmp_path,
-        "run",
-        str(TOYTASK),
-        "--session",
-        "wait",
-        "--agent",
-        str(profile),
-        "--budget",
-        "3",
-        "--beam",
-        "1",
-        "--device",
-        "cpu",
-        "--mode",
-        "quick",
-        "--detach",
-    )
+    env_run = _run(tmp_path, "wait", profile, 3, "--detach")
     assert env_run.returncode == 0, env_run.stderr
     seen = None
     deadline = time.monotonic() + 60
