@@ -321,6 +321,41 @@ def test_an_unknown_model_string_is_refused_before_any_session_exists(tmp_path, 
     assert not sessions.exists()
 
 
+@pytest.mark.parametrize("url", [
+    "https://me:sk-live-1234567890@api.example.com/v1",
+    "https://sk-live-1234567890@api.example.com/v1",
+    "http://127.0.0.1:8000/v1?api-key=sk-live-1234567890",
+    "https://gw.example.com/openai?x=1&access_token=sk-live-1234567890",
+])
+def test_an_api_base_that_carries_a_credential_is_refused_without_repeating_it(tmp_path, url):
+    """The base URL is recorded with the session (resume needs it): a key in it would be too."""
+    sessions = tmp_path / "sessions"
+    r = cockpit("run", str(TOYTASK), "--agent", "default", "--model", "openai/gpt-4o-mini",
+                "--api-base", url, "--device", "cpu", "--budget", "1",
+                "--sessions-dir", str(sessions), "--session", "k")
+    line = assert_one_line_error(r, "--api-base", "carries a credential", "OPENAI_API_KEY")
+    assert "sk-live" not in r.stdout + line
+    assert not sessions.exists()
+
+
+def test_an_agent_profile_whose_api_base_carries_a_credential_is_refused(tmp_path):
+    profile = tmp_path / "agents" / "mine.md"
+    profile.parent.mkdir()
+    profile.write_text("---\nproposer: llm\nmodel: openai/x\n"
+                       "api_base: https://u:sk-live-1234567890@h.example.com/v1\n---\n")
+    r = cockpit("run", str(TOYTASK), "--agent", str(profile), "--device", "cpu", "--budget", "1",
+                "--sessions-dir", str(tmp_path / "sessions"))
+    line = assert_one_line_error(r, str(profile), "'api_base'", "carries a credential")
+    assert "sk-live" not in line
+
+
+def test_an_api_base_with_ordinary_query_parameters_is_accepted():
+    from cockpit.agents.profiles import LLM_FIELDS
+
+    url = "https://gw.example.com/openai/v1?api-version=2024-06-01&deployment=gpt"
+    assert LLM_FIELDS["api_base"](url + "/") == url
+
+
 def test_an_unknown_agent_name_lists_the_known_ones(tmp_path):
     r = cockpit("run", str(TOYTASK), "--agent", "nosuch", "--device", "cpu",
                 "--sessions-dir", str(tmp_path / "s"))

@@ -10,6 +10,8 @@ refused for the same reason (a misspelt `budget_usd` would otherwise silently me
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,10 +146,24 @@ def _bool(v: Any) -> bool:
     return v
 
 
+# query parameters that carry a credential (`?key=`, `?api-key=`, `?access_token=`, `?sig=`)
+_SECRET_PARAM = re.compile(r"(key|token|secret|password|passwd|signature|sig|auth)$", re.I)
+
+
 def _url(v: Any) -> str:
+    """An http(s) base URL that carries no credential: the URL is recorded with the session
+    (resume needs it) and shown in `cockpit models`, while a key belongs in the provider's
+    environment variable, which is never recorded. The refusal does not repeat the URL."""
     v = _text(v)
     if not v.startswith(("http://", "https://")):
         raise ValueError(f"must be an http(s) URL, not {v!r}")
+    parts = urllib.parse.urlsplit(v)
+    params = [k for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+    if parts.username or parts.password or any(_SECRET_PARAM.search(k) for k in params):
+        raise ValueError(
+            "carries a credential (user:password@ or a key in the query); the URL is recorded "
+            "with the session: put the key in the provider's variable (e.g. OPENAI_API_KEY)"
+        )
     return v.rstrip("/")
 
 
