@@ -12,9 +12,9 @@ launcher would specialize as divisible by 16 (pointers from the caching allocato
 n = 512): without it, Triton assumes nothing and picks another layout, so match the launch you
 care about. --sass writes the machine code, to read where ptxas put the loads.
 
-Why: the H200's register panel of the QR seeds turned out issue-bound (BENCHMARKS.md, session 3):
-its time followed the loop's instruction count (1.36x slower for 1.35x the instructions) and not
-its barrier count. This is the cheap proxy to iterate on without a GPU; a GPU run decides.
+Why: the QR seeds' register panel is issue-bound on a GPU:
+its time follows the loop's instruction count (about as much slower as it has more instructions)
+and not its barrier count. This is the cheap proxy to iterate on without a GPU; a GPU run decides.
 Prints a table and, with --json, writes the numbers to a file; --ptx writes the PTX (to read
 what a kernel asks of the memory model: `atom...release`, `ld...acquire`, `ld.global.cg`).
 """

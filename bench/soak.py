@@ -185,9 +185,9 @@ def _left_behind(marker: str, seen: dict[int, float], before: dict[int, float]) 
     run (a test runner's own resource tracker is not the run's), every descendant of the run
     sampled while it ran (the same pid and start time), and any process whose environment
     carries the run's sessions folder (engine and workers; arenas get a scrubbed one)."""
-    import psutil
-
     from multiprocessing import resource_tracker
+
+    import psutil
 
     own_tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
     alive: dict[int, psutil.Process] = {}

@@ -1,7 +1,6 @@
 """Why do separate processes time the same kernel 15-60% apart? Time one seed three ways, in
-several fresh processes, and compare the spreads (BENCHMARKS.md, session 3: five processes gave
-8192x8192 bf16 softmax medians from 85 to 142 us with the SM clock at 1980 MHz throughout and
-the GPU ~95% idle during the timed loop).
+several fresh processes, and compare the spreads (a timed loop that leaves the GPU mostly idle
+lets medians of the same kernel spread widely between processes at a steady SM clock).
 
     python bench/timing_modes.py --task softmax --seed triton_online --processes 5 --out $OUT
 
@@ -13,10 +12,9 @@ Modes, each on fresh inputs (a new tensor per call, as the harness does):
 - `busy`: like `harness`, but a ~1 ms GPU spin precedes each flush, so the GPU is never idle
   long before a timed call.
 - `sleep`: like `harness`, but the GPU sleeps ~200 us (`torch.cuda._sleep`) between the flush
-  and the start event, so the host has enqueued the call before the clock starts. Session 4
-  measured `harness` spreading 59% and `queued` 0.2%: if `sleep` matches `queued`, the spread
-  is the host's launch latency leaking into the timed interval.
-- `hold`: the harness since session 4's second fix: every SM held ~200 us (harness/hold.py)
+  and the start event, so the host has enqueued the call before the clock starts. If `sleep` matches `queued`, the
+  spread is the host's launch latency leaking into the timed interval.
+- `hold`: the harness as it is: every SM held ~200 us (harness/hold.py)
   after the flush, the call made once the flush is done. Should match `sleep` and `queued`.
 If `harness` spreads across processes and `queued`/`busy` do not, idle gaps (power states)
 are the cause; if all three spread, the placement of memory per process is the suspect.

@@ -1,5 +1,5 @@
-"""The eval table repeats a flag kind at most three times: session 7's QR finals of torch-level
-seeds carried one `host-bound` flag per timed shape (41), which buried the verdict's other lines."""
+"""The eval table repeats a flag kind at most three times: a torch-level QR seed's final carries
+one `host-bound` flag per timed shape (41), which would bury the verdict's other lines."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_the_candidate_pane_collapses_them_too() -> None:
 
 
 def test_a_gpu_result_shows_the_hosts_time_per_call_beside_the_gpus() -> None:
-    """The launch slack keeps host time out of the GPU median (up to 2 ms since session 18), so
+    """The launch slack keeps host time out of the GPU median (up to 2 ms), so
     the table shows it beside: the same H200 final's `submit_median_us`, per timed shape."""
     r = json.loads(FINAL.read_text())
     console = Console(record=True, width=220)

@@ -1,6 +1,6 @@
 """The slack-overrun flag: a shape whose timed calls often return after the launch slack has run
-out holds host time in its samples (session 17: 17 x 131073's two launches took 173-192 us of
-host time in slow runs against a 205 us hold, and its median read 27-51 us instead of 11-13)."""
+out holds host time in its samples (a two-launch shape whose host time nears the hold's length
+reads several times its kernel time)."""
 
 from __future__ import annotations
 
@@ -56,10 +56,10 @@ def test_the_late_share_survives_a_result_round_trip():
     assert back.shapes[1].timing.late_pct is None
 
 
-# --- the adaptive launch slack (session 18) ----------------------------------------------------
-# A fixed ~200 us hold was outrun by 15-80% of the timed calls of most shapes on the H200 (host
-# submits of 90-170 us), and a two-launch shape read 44-49 us against 11-13. The hold now follows
-# the host time from its launch until the call returned.
+# --- the adaptive launch slack ------------------------------------------------------------------
+# A fixed hold is outrun by the timed calls whose host submits take longer than it, and their
+# samples then hold host time. The hold follows the host time from its launch until the call
+# returned (decision 0017).
 
 
 def test_the_slack_follows_the_p90_of_the_recent_submit_times_with_a_floor():

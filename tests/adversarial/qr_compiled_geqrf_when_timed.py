@@ -1,9 +1,9 @@
 """Exploit (QR task): the forbidden routine on timed calls, in a candidate that uses torch.compile.
 
-Until session 6 the forbidden-call watch was a Python dispatch mode, which made dynamo give up on
-a function; so the arena did not audit compile candidates during timing at all (any file whose
-text contains `torch.compile`), and reset dynamo before timing them. This candidate compiles a
-trivial helper to get that exemption, factors honestly (its own Householder loop) on the two
+A forbidden-call watch written as a Python dispatch mode makes dynamo give up on a function, so
+such a watch would have to exempt compile candidates (any file whose text contains
+`torch.compile`) from the timing audits. This candidate compiles a trivial helper to claim that
+exemption, factors honestly (its own Householder loop) on the two
 verification calls of each shape (the plain and the perturbed input), and calls the routine,
 named through string concatenation, on every later call: warm-up, audits and timed calls.
 

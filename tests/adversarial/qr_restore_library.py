@@ -1,7 +1,7 @@
 """Exploit (QR task): putting the forbidden routine back into the dispatcher.
 
 The arena replaces the task's forbidden aten ops in this process's dispatcher with a kernel that
-records the call and raises (`arena._BackendWatch`, session 6). The registrations live in a
+records the call and raises (`arena._BackendWatch`). The registrations live in a
 `torch.library.Library` object, and destroying it restores the real kernels. The candidate finds
 the watch among the garbage collector's objects at import, destroys its library, and then calls
 the routine, named only through string concatenation so the static scan passes.

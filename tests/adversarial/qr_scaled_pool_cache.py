@@ -15,8 +15,8 @@ the most nonzero entries of any matrix of the batch), which the test reads from 
 1x1 matrix is a multiple of every other 1x1 matrix, so hits there are inherent (and worthless:
 there is no O(n^3) work to skip); likewise a matrix with at most two nonzero entries (the 2x2
 rankdef shape, [[x, 0], [y, 0]]) is a multiple of any earlier one whose direction (x, y) agrees
-to the check's 1e-5, which a few hundred random directions do now and then (seen once in seven
-CI runs, session 4). The test ignores hits on inputs with at most two free entries.
+to the check's 1e-5, which a few hundred random directions do now and then (seen now and then in
+CI runs). The test ignores hits on inputs with at most two free entries.
 
 Defense that must catch it: timed inputs no earlier call has seen in any sense (independent draws,
 or per-element perturbations), so the cache never hits -> expected: no hit in the log. (Not

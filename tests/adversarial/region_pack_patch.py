@@ -1,6 +1,6 @@
 """Exploit: forging the memfd exchange's references from inside the arena (a replay).
 
-With the memfd exchange (the default since session 6) the arena writes each output into a shared
+With the memfd exchange (the default) the arena writes each output into a shared
 region and replies with its [offset, size]; the writer starts again from offset 0 at every request.
 The candidate shares the arena's process, so at import it wraps
 `cockpit.harness.wire.Region.pack`: the first output of each size is also parked past the end

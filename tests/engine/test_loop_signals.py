@@ -2,9 +2,9 @@
 `timeout` or a lease running out; SIGHUP when the ssh terminal of a headless run closes) and the
 `--max-time` limit. Real `cockpit` processes on the toy task, real records.
 
-Session 5 found that `timeout 380 cockpit run …` on the H200 left a record saying `running`
-for an engine that was gone: Python's default SIGTERM ends the process without the engine's
-clean-up. Now the record says `stopped` with the reason, and `cockpit resume` goes on."""
+Python's default SIGTERM ends the process without the engine's clean-up, which would leave a
+record saying `running` for an engine that is gone (`timeout 380 cockpit run …`). The record must
+say `stopped` with the reason, and `cockpit resume` go on."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`cockpit status` and `cockpit ls` read into a pipe (a log, `watch`, ssh into a file) keep each
-line whole: rich's default 80 columns wrapped the status line of the recorded H200 session in two
-(session 6's note). Runs on a copy of the shipped example record."""
+line whole: rich's default 80 columns wraps the status line of the recorded H200 session in two.
+Runs on a copy of the shipped example record."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Each evaluation worker gets one of the parent's GPUs. Session 5 on the H200: with
-`CUDA_VISIBLE_DEVICES=1 cockpit run …` the single worker set `CUDA_VISIBLE_DEVICES=0` for itself
-(its slot number) and evaluated on the GPU another job was measuring on."""
+"""Each evaluation worker gets one of the parent's GPUs: with `CUDA_VISIBLE_DEVICES=1 cockpit run
+…` a worker that set `CUDA_VISIBLE_DEVICES` to its slot number (0) would evaluate on the GPU
+another job is measuring on."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ UUIDS = ["GPU-8a7b1c00-0000", "GPU-77c10000-1111", "GPU-8a7b2d00-2222"]
     "visible, want",
     [
         (None, [0, 1, 2]),  # unset: every GPU
-        ("1", [1]),  # session 7's record: the loop on GPU 1 of 2 sampled GPU 0 as well
+        ("1", [1]),  # the loop on GPU 1 of 2 samples GPU 1 only
         ("2,0", [2, 0]),  # CUDA's order, not NVML's
         ("GPU-77c1", [1]),  # a unique UUID prefix, as CUDA accepts it
         ("GPU-8a7b2d00-2222,1", [2, 1]),

@@ -1,15 +1,14 @@
 """GPU exploit: compute on the CPU while the GPU is held. The launch slack holds every SM, but
 not the copy engines: a side stream that does not wait on the timed stream copies the input to
 the host at once, the CPU computes the softmax, the result is copied back, and the timed stream
-gets only a decoy copy (about a softmax's bytes, just above the floor). Since session 18 the
-hold stretches with the candidate's host time (up to 2 ms), so this fits inside the slack at
-small and medium shapes.
+gets only a decoy copy (about a softmax's bytes, just above the floor). The hold stretches with
+the candidate's host time (up to 2 ms), so this fits inside the slack at small and medium shapes.
 
-Defense (session 19): during a timed call every side stream waits for the start event
+Defense: during a timed call every side stream waits for the start event
 (`arena._fence`; a stream made during the call waits from birth), so the copy to the host, the
-CPU's softmax and the copy back all run inside the clock: the call is timed at what it costs.
-Before that, only the `host-bound` flag (host time past the base slack, 200 us, beside a tiny GPU
-time) said what the result was. Expected on a GPU: far slower than the honest seed, and
+CPU's softmax and the copy back all run inside the clock: the call is timed at what it costs,
+and the `host-bound` flag (host time past the base slack, 200 us, beside a tiny GPU time) says
+what the result is. Expected on a GPU: far slower than the honest seed, and
 host-bound. Honest for the first HONEST calls of each shape (verification writes fresh inputs just
 before the call, which a side stream that does not wait would read unwritten)."""
 

@@ -7,10 +7,10 @@ like a fast, plausible kernel (just above the floor, past the impossible-speed g
 Defense: the launch slack is a hold on every SM (harness/hold.py) and the arena calls the
 candidate only once the hold runs, so the side-stream kernels queue behind it and run after the
 start event, sharing the GPU with the copy: the reported time includes them (or the host clock
-flags `hidden_work`). Expected on a GPU: never faster than the honest `torch_eager` seed. With
-the old sleep slack (one thread), this candidate would report roughly the copy's time.
+flags `hidden_work`). Expected on a GPU: never faster than the honest `torch_eager` seed. A
+slack that only sleeps on one thread would let it report roughly the copy's time.
 
-Session 5 (H200): cheating from the first call got `wrong` (NaN): during verification the judge
+Cheating from the first call would be `wrong` (NaN): during verification the judge
 writes fresh inputs on the timed stream just before the call, so a side stream that does not
 wait reads them unwritten. So it is honest for the first HONEST calls of each shape (the
 verification) and cheats once a shape repeats (the timing loop)."""

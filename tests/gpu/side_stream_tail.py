@@ -5,7 +5,7 @@ harness reads the outputs (its device-wide synchronize). A sixth of the rows on 
 the host clock sees ~1.2x the event time, under the `hidden_work` gate on host minus event time
 (half the call), so the events alone would report a ~1.2x faster softmax.
 
-Defense (session 10, when the static scan stopped refusing torch.cuda.Stream): the arena's
+Defense (the static scan allows torch.cuda.Stream, so the arena must handle it): the arena's
 torch.cuda.Stream remembers every stream the candidate makes, and after every call the timed
 stream waits for all of them before the end event (`arena._joined`). Expected on a GPU: ok, and
 no faster than the honest `torch_eager` seed (its side rows are timed).

@@ -1,4 +1,4 @@
-"""The memfd exchange (the default since session 6; `cockpit eval --exchange files` is the other):
+"""The memfd exchange (the default; `cockpit eval --exchange files` is the other):
 two sealed shared-memory regions instead of one file per tensor. The bytes are the same and so are the
 checks; what must hold is that the other side, which runs candidate code, can neither make the
 judge read outside a region nor pull the region out from under the judge's mapping."""

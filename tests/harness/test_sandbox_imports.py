@@ -1,9 +1,9 @@
 """The arena narrows file access (Landlock) before the candidate loads, and the project folder
 is not readable afterwards (a candidate must not read the hidden shapes or the judge). Whatever
-the arena itself still needs from the project must therefore be imported first. Session 5 found
-on the H200 that the GPU hold (harness/hold.py, a Triton kernel whose source the jit reads at
-import) was imported after the narrowing: EACCES, and every evaluation silently fell back to the
-weaker sleep slack. This runs the arena's real set-up in a spawned process and then imports what
+the arena itself still needs from the project must therefore be imported first: the GPU hold
+(harness/hold.py, a Triton kernel whose source the jit reads at import) imported after the
+narrowing fails with EACCES, and every evaluation would silently fall back to the weaker sleep
+slack. This runs the arena's real set-up in a spawned process and then imports what
 the GPU path imports."""
 
 from __future__ import annotations

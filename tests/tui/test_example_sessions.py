@@ -1,6 +1,6 @@
 """The sessions shipped under sessions/examples/ replay in the real cockpit (Pilot), on a laptop
-without a GPU: the H200 QR session recorded on 2026-11-30 (session 7: five evaluations, stopped by
-`--max-time`) shows its beam and its bests."""
+without a GPU: the recorded H200 QR session (five evaluations, stopped by `--max-time`) shows its
+beam and its bests."""
 
 from pathlib import Path
 
