@@ -994,7 +994,7 @@ class _Evaluation:
             self.null_us[shape.describe() + shape.set] = {
                 k: min(
                     self._clocked_request(dict(msg, k=k), null=True)
-                    for _ in range(judge_clock.BURSTS)
+                    for _ in range(judge_clock.NULL_BURSTS)
                 )
                 for k in ks
             }
@@ -1044,7 +1044,7 @@ class _Evaluation:
         reading = None
         for _ in range(judge_clock.READINGS):  # a forge is implausible every time
             bursts = []
-            for _ in range(judge_clock.BURSTS):
+            for _ in range(judge_clock.BURSTS["cpu" if self.device == "cpu" else "cuda"]):
                 bursts.append(self._clocked_request({"op": "burst", "k": k}, limit=limit))
                 self._reveal(ref, pool, label)
             reading = judge_clock.read(

@@ -11,7 +11,7 @@ operating system accounts to the arena's processes (`cpu_us`: wall time there me
 share of a shared machine the arena got). Before the candidate was imported the same arena ran
 *null bursts* of every length of the shape's ladder (a kernel that only allocates outputs): what
 a burst costs besides the calls. A reading is (burst - null burst of the same length) / K, the
-fastest of `BURSTS` each; a reported median far below it (`Reading.allowance_us`) is forged.
+fastest of `BURSTS` (`NULL_BURSTS` for the null) each; a reported median far below it (`Reading.allowance_us`) is forged.
 
 The commitments put the work inside the burst: after each reply the judge picks one call, asks
 for its outputs, checks them against the reference and against the commitment made for them.
@@ -43,7 +43,13 @@ READINGS = 3  # an implausible reading is read again, up to this many: a forge i
 SLACK_US = {"cpu": 2.0, "cuda": 20.0}
 NOISE = 0.1  # of the null burst's cost per call: two walls on a shared machine differ by this
 MIN_SPAN_US = 1000.0  # below this much time beyond the null model, a burst says nothing
-BURSTS = 2  # bursts per reading; the fastest one counts (load only ever slows a burst)
+# null bursts per length; the fastest counts (load only ever slows a burst, and a slowed null
+# would excuse the candidate's calls by as much)
+NULL_BURSTS = 2
+# the candidate's bursts per reading; the fastest counts. Load only slows them, which can only
+# make an honest reading implausible, and that is read again (READINGS): one burst is enough on
+# the CPU, whose clock (CPU time) load moves less than a GPU's wall time
+BURSTS = {"cpu": 1, "cuda": 2}
 
 
 def cpu_us(pid: int) -> float:
@@ -81,11 +87,13 @@ def max_calls(nbytes: int, device: str) -> int:
 
 
 def ladder(nbytes: int, device: str) -> list[int]:
-    """The burst lengths a shape may use: MIN_K, then x4 steps up to `max_calls`. The null
-    bursts are run at every one of them, so a reading subtracts the null cost measured at its own
-    length (a burst's cost besides the calls is not linear in K: allocations, caches)."""
+    """The burst lengths a shape may use: 1 (for calls that alone are long enough to read, so a
+    slow candidate pays for one more call, not three), MIN_K, then x4 steps up to `max_calls`.
+    The null bursts are run at every one of them, so a reading subtracts the null cost measured
+    at its own length (a burst's cost besides the calls is not linear in K: allocations,
+    caches)."""
     top = max_calls(nbytes, device)
-    ks = [MIN_K]
+    ks = [1, MIN_K]
     while ks[-1] * 4 < top:
         ks.append(ks[-1] * 4)
     if ks[-1] != top:

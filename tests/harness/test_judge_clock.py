@@ -28,17 +28,20 @@ def _forge(name: str, divisor: float) -> str:
 # --- the reading ----------------------------------------------------------------------------------
 
 
-def test_the_ladder_runs_from_min_k_to_the_calls_the_memory_allows():
-    assert judge_clock.ladder(4, "cpu") == [3, 12, 48, 192, 256]
-    assert judge_clock.ladder(1 << 30, "cpu") == [3]  # one output bigger than the budget
+def test_the_ladder_runs_from_one_call_to_the_calls_the_memory_allows():
+    assert judge_clock.ladder(4, "cpu") == [1, 3, 12, 48, 192, 256]
+    assert judge_clock.ladder(1 << 30, "cpu") == [1, 3]  # one output bigger than the budget
     big = judge_clock.ladder(64 << 20, "cuda")  # 64 MiB an output: 64 calls in 4 GiB
-    assert big[0] == 3 and big[-1] == 64 and all(b == 4 * a for a, b in zip(big, big[1:-1]))
+    assert big[:2] == [1, 3] and big[-1] == 64
+    assert all(b == 4 * a for a, b in zip(big[1:], big[2:-1]))
 
 
 def test_the_burst_length_holds_the_target_by_the_reported_median():
     ks = judge_clock.ladder(4, "cpu")
     assert judge_clock.burst_calls(1000.0, ks) == 12  # 4 calls wanted: the next step up
     assert judge_clock.burst_calls(1.0, ks) == 256  # more wanted than allowed: the longest
+    assert judge_clock.burst_calls(5000.0, ks) == 1  # a call long enough to read alone
+    assert judge_clock.burst_calls(3000.0, ks) == 3
     # a forged (smaller) median only makes the burst longer
     assert judge_clock.burst_calls(100.0, ks) >= judge_clock.burst_calls(300.0, ks)
 
