@@ -10,11 +10,13 @@ state after it is again the fold of the record.
 - a proposal request left without an outcome (the engine died during the call) is closed as
   cancelled, which gives its branch back the instructions and escalation it carried;
 - a branch the engine paused for unusable replies runs again: a resume is the decision to
-  give it more calls.
+  give it more calls; one paused by a provider outage retries after the cool-down, counted
+  from the resume.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from cockpit.engine import verdicts
@@ -70,6 +72,8 @@ def repair(eng: Engine) -> None:
             branch=req.branch,
         )
     for b in list(st.branches.values()):
+        if b.state == "paused" and b.outage:
+            eng.retry_at[b.id] = time.monotonic() + eng.cfg.outage_cooldown_s
         if b.state == "plateau" or (b.state == "paused" and b.stalled):
             eng._emit(
                 events.BRANCH_STATE,

@@ -57,6 +57,7 @@ class BranchState:
     unusable: int = 0  # unusable replies in a row (a duplicate, no code, unparseable code)
     stalled: bool = False  # paused by the engine for `unusable`; a resume of the session lifts it
     waiting: bool = False  # the record says it waits for the provider (a back-off is announced)
+    outage: bool = False  # paused by the engine for a provider outage (it retries by itself)
 
 
 @dataclass
@@ -184,6 +185,7 @@ def _branch_snapshot(b: BranchState) -> dict[str, Any]:
         "unusable": b.unusable,
         "stalled": b.stalled,
         "waiting": b.waiting,
+        "outage": b.outage,
     }
 
 
@@ -265,6 +267,7 @@ def _branch_state(s: EngineState, e: Event) -> None:
     cause = p.get("cause")
     b.stalled = cause == "unusable"
     b.waiting = cause == "provider_wait"
+    b.outage = cause == "outage"
     if cause in ("command", "resume"):  # a person (or a resume) gives the branch more calls
         b.unusable = 0
 
