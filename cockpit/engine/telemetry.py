@@ -68,7 +68,9 @@ class TelemetrySampler:
             import pynvml
 
             pynvml.nvmlInit()
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
+            ]
             uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             self.gpus = [(i, handles[i]) for i in nvml_indices(visible, uuids)]
@@ -98,7 +100,9 @@ class TelemetrySampler:
                 mem = pynvml.nvmlDeviceGetMemoryInfo(h)
                 row["mem_used"], row["mem_total"] = mem.used / 2**20, mem.total / 2**20
                 row["power_w"] = pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0
-                row["temp_c"] = float(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
+                row["temp_c"] = float(
+                    pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)
+                )
                 row["sm_clock_mhz"] = float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
             except Exception:  # noqa: BLE001 - a counter that is not supported stays empty
                 pass
