@@ -9,10 +9,10 @@ captured at the stop, and the state of a new engine resumed on the folder must e
 except for what a resume repairs (documented in cockpit/engine/resume.py).
 """
 
+# ruff: noqa: F811 - `resumed` is the fixture test_engine_restore defines, taken as an argument
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -20,11 +20,10 @@ from typing import Any
 
 import pytest
 from engine_helpers import TOYTASK
-from test_engine_restore import AdvisedTuner, InstantPool, engine
+from test_engine_restore import AdvisedTuner, InstantPool, engine, resumed  # noqa: F401
 
 from cockpit.agents.base import ProposalError
 from cockpit.engine.config import EngineConfig
-from cockpit.engine.engine import Engine
 from cockpit.engine.seeds import load_seeds
 from cockpit.engine.state import EngineState, Seed, fold, fold_events, snapshot
 from cockpit.store import Event, SessionRecord
@@ -167,23 +166,6 @@ def after_resume(live: dict[str, Any]) -> dict[str, Any]:
         if b["state"] == "paused" and b["stalled"]:
             b.update(state="running", stalled=False, unusable=0)
     return want
-
-
-@pytest.fixture
-def resumed() -> Iterator[Callable[..., Engine]]:
-    """Start a fresh engine on the folder, as `cockpit resume` does before its first step."""
-    opened: list[Engine] = []
-
-    def start(folder: Path, pool: Any, proposer: Any) -> Engine:
-        e = engine(folder, pool, proposer)
-        opened.append(e)
-        e.start()
-        return e
-
-    yield start
-    for e in opened:
-        if e.lock.held:
-            e.close()
 
 
 @pytest.fixture(scope="module")
