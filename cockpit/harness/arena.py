@@ -262,6 +262,54 @@ def _random(spec: dict[str, Any], device: str) -> torch.Tensor:
     return torch.zeros(spec["shape"], device=device, dtype=dtype)
 
 
+def _count_compiles(beacon: wire.Beacon, registered: list[bool]) -> list[str]:
+    """Count, in `beacon`, every compile the candidate starts: a Triton JIT cache miss and a
+    Dynamo frame compile (Inductor's kernels compile inside it). The judge grants a shape's first
+    call its compile allowance only when the count moved during that call. `registered` records
+    the Dynamo callback once it is in place. Returns what is counted."""
+    counted = []
+    try:
+        from triton import knobs
+
+        chained = knobs.runtime.jit_cache_hook
+
+        def on_cache_miss(*args: Any, **kwargs: Any) -> bool:
+            beacon.bump()
+            # a hook that returns True skips the compile: only a chained hook may say so
+            return bool(chained(*args, **kwargs)) if chained is not None else False
+
+        knobs.runtime.jit_cache_hook = on_cache_miss
+        counted.append("triton")
+    except (ImportError, AttributeError):
+        pass
+    # Dynamo's compiles are counted once `torch._dynamo` is imported (`_count_dynamo`): before
+    # every request, and right after a `torch.compile` made inside a call
+    plain_compile = torch.compile
+
+    def compile_and_count(*args: Any, **kwargs: Any) -> Any:
+        compiled = plain_compile(*args, **kwargs)
+        _count_dynamo(beacon, registered)
+        return compiled
+
+    torch.compile = compile_and_count
+    counted.append("dynamo")
+    return counted
+
+
+def _count_dynamo(beacon: wire.Beacon, registered: list[bool]) -> None:
+    """Count Dynamo's frame compiles in `beacon` once `torch._dynamo` is imported (importing it
+    costs a second, so the arena never does: a candidate that uses `torch.compile` has)."""
+    if registered or "torch._dynamo" not in sys.modules:
+        return
+    registered.append(True)
+    try:
+        from torch._dynamo.callback import callback_handler
+
+        callback_handler.register_start_callback(beacon.bump)
+    except (ImportError, AttributeError):
+        pass
+
+
 class Arena:
     def __init__(self, conn: Connection, cfg: dict[str, Any]) -> None:
         self.conn = conn
@@ -275,6 +323,9 @@ class Arena:
             self.tx: Any = wire.Region(fd=int(regions[1]))
         else:
             self.rx = self.tx = wire.Files(self.exchange)
+        beacon = cfg.get("beacon")
+        self.beacon = wire.Beacon(fd=int(beacon)) if beacon is not None else None
+        self._dynamo_counted: list[bool] = []
         self.n_outputs = int(cfg["n_outputs"])
         # built now, before the candidate exists, and held in a closure: rebinding an attribute
         # of this object later cannot disarm it
@@ -319,6 +370,8 @@ class Arena:
             self.protections["sandbox"] = "off"
         if self.cuda:
             self._setup_cuda()
+        if self.beacon is not None:
+            self.protections["compile_beacon"] = _count_compiles(self.beacon, self._dynamo_counted)
         return self.protections
 
     def _setup_cuda(self) -> None:
@@ -1032,6 +1085,8 @@ class Arena:
                 self.conn.send_bytes(json.dumps({"bye": True}).encode())
                 return
             self.tx.reset()  # the judge has read the previous reply's tensors
+            if self.beacon is not None:
+                _count_dynamo(self.beacon, self._dynamo_counted)
             try:
                 reply = {
                     "verify": self.verify,

@@ -44,6 +44,15 @@ from cockpit.harness.verify import expected_meta, load_reference, run_check
 from cockpit.harness.wire import WireError
 
 Progress = Callable[[str, str, int, int], None]  # (stage, detail, done, total)
+
+
+@dataclass(frozen=True)
+class CallLimit:
+    """How long one request may run: `seconds`, plus `allowance_s` if it compiles."""
+
+    what: str  # the shape, as verdicts name it
+    seconds: float
+    allowance_s: float = 0.0
 INT32_LIMIT = 2**31
 
 
@@ -212,6 +221,7 @@ class _Evaluation:
         self.arena_how = ""
         self.call_limit: tuple[str, float] | None = None  # the open request's own limit, if any
         self.called: set[str] = set()  # shapes the candidate was called on in this arena
+        self.uses_triton = False  # the candidate imported Triton (the load's reply says)
         # per timed shape, before the load: the fastest null burst (us) at each length of its ladder
         self.null_us: dict[str, dict[int, float]] = {}
         self.calibrate_s = 0.0  # wall seconds of the null bursts (breakdown_s["load"])
@@ -504,21 +514,42 @@ class _Evaluation:
                 stage=self.stage,
             )
 
-    def _request(
-        self, msg: dict[str, Any], limit: tuple[str, float] | None = None
-    ) -> dict[str, Any]:
+    def _request(self, msg: dict[str, Any], limit: CallLimit | None = None) -> dict[str, Any]:
         """A request runs candidate code; a process that ends while one is open ended in the call.
-        `limit` ((what, seconds)) bounds this request on its own, inside the evaluation's limit."""
+        `limit` bounds this request on its own, inside the evaluation's limit: its base seconds,
+        and its compile allowance once the arena counts a compile started in this request (or
+        at once where the count cannot tell, see `_compiles_counted`)."""
         self.in_call = True
-        deadline = self.deadline
-        if limit is not None and time.monotonic() + limit[1] < deadline:
-            deadline = time.monotonic() + limit[1]
-            self.call_limit = limit
-        reply = self.ch.request(msg, deadline)
+        deadline, extend = self.deadline, None
+        if limit is not None:
+            now = time.monotonic()
+            base, allowance = limit.seconds, limit.allowance_s
+            beacon = self.arena.beacon if self.arena is not None else None
+            if allowance and (beacon is None or not self._compiles_counted()):
+                base, allowance = base + allowance, 0.0
+            self.call_limit = (limit.what, base)
+            deadline = min(deadline, now + base)
+            if allowance:
+                before = beacon.count()
+                granted = min(self.deadline, now + base + allowance)
+
+                def extend() -> float | None:
+                    if beacon.count() == before:
+                        return None
+                    self.call_limit = (limit.what, base + allowance)
+                    return granted
+
+        reply = self.ch.request(msg, deadline, extend)
         self.call_limit = None
         self.in_call = False
         self.tx.reset()  # the arena has read this request's tensors: the next one starts over
         return reply
+
+    def _compiles_counted(self) -> bool:
+        """Whether the arena's compile count says when a first call compiles. Not for Triton in
+        the CPU interpreter: nothing compiles there, and its first call is slow for other
+        reasons, so those first calls keep the whole allowance."""
+        return not (self.device == "cpu" and self.uses_triton)
 
     # --- per-call limits ------------------------------------------------------------------------
     def _limits(self) -> dict[str, float]:
@@ -534,21 +565,18 @@ class _Evaluation:
         scaled = lim["call_factor"] * ref_us * 1e-6 if ref_us else 0.0
         return max(lim["call_floor_s"], scaled)
 
-    def _request_limit(self, shape: Shape, calls: int, nbytes: int, extra_s: float = 0.0):
-        """(label, seconds) for one request that makes `calls` calls on `shape` and moves
-        `nbytes` between the processes: the calls, a shape's first call's compile allowance,
-        the copies at a pessimistic 0.5 GB/s, and `extra_s` (a timing loop's own budget)."""
+    def _request_limit(
+        self, shape: Shape, calls: int, nbytes: int, extra_s: float = 0.0
+    ) -> CallLimit:
+        """The limit of one request that makes `calls` calls on `shape` and moves `nbytes`
+        between the processes: the calls, the copies at a pessimistic 0.5 GB/s and `extra_s` (a
+        timing loop's own budget); a shape's first call may also compile (`first_call_s`)."""
         lim = self._limits()
         first = shape.describe() not in self.called
         self.called.add(shape.describe())
-        seconds = (
-            calls * self._per_call_s(shape)
-            + (lim["first_call_s"] if first else 0.0)
-            + nbytes / 0.5e9
-            + extra_s
-        )
+        seconds = calls * self._per_call_s(shape) + nbytes / 0.5e9 + extra_s
         # named like every other reason's shape; the agent's feedback scrubs hidden names
-        return (shape.describe(), seconds)
+        return CallLimit(shape.describe(), seconds, lim["first_call_s"] if first else 0.0)
 
     # --- load -----------------------------------------------------------------------------------
     def _load(self, ref: Any = None) -> None:
@@ -579,7 +607,8 @@ class _Evaluation:
             )
             raise _Stop
         self.res.profile["family"] = loaded.get("family", "")
-        if self.device == "cpu" and loaded.get("uses_triton"):
+        self.uses_triton = bool(loaded.get("uses_triton"))
+        if self.device == "cpu" and self.uses_triton:
             self.res.comparable = False
             self.res.flags.append(
                 "Triton ran in the CPU interpreter: times are for correctness runs only, not comparable"
@@ -1000,7 +1029,7 @@ class _Evaluation:
             }
 
     def _clocked_request(
-        self, msg: dict[str, Any], null: bool = False, limit: tuple[str, float] | None = None
+        self, msg: dict[str, Any], null: bool = False, limit: CallLimit | None = None
     ) -> float:
         """One burst request, timed on the judge's clock (us): wall time on a GPU, the arena's
         CPU time on the CPU (`judge_clock.cpu_us`). Its reply's commitments are kept in

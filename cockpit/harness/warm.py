@@ -49,6 +49,7 @@ class Started:
     rx: Any  # ... and from it
     ch: Channel
     cfg: dict[str, Any]
+    beacon: wire.Beacon | None = None  # where the arena counts the compiles it starts
     setup: dict[str, Any] | None = None  # the arena's first reply ({"ready": True} or a failure)
     primed: bool = False  # its configuration was sent (it is setting up, or set up)
     serving: bool = False  # it loaded its candidate and answers requests
@@ -95,6 +96,8 @@ class Started:
             for r in {id(self.tx): self.tx, id(self.rx): self.rx}.values():
                 if isinstance(r, wire.Region):
                     r.close()
+            if self.beacon is not None:
+                self.beacon.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
             shutil.rmtree(self.ex, ignore_errors=True)
 
@@ -113,14 +116,15 @@ def start(
     `prime`, send it the configuration at once (it sets up and waits for `load`), else later."""
     workdir = Path(tempfile.mkdtemp(prefix=prefix))
     ex = Path(tempfile.mkdtemp(prefix="cockpit-x-", dir=wire.exchange_root()))
-    tx = rx = None
+    tx = rx = beacon = None
     try:
         tx, rx = wire.exchange(exchange, ex)
-        fds = tuple(r.fd for r in (tx, rx) if isinstance(r, wire.Region))
+        beacon = wire.Beacon()
+        fds = tuple(r.fd for r in (tx, rx) if isinstance(r, wire.Region)) + (beacon.fd,)
         ch = Channel(workdir, cache, device, memory_bytes, pass_fds=fds)
     except BaseException:
-        for r in (tx, rx):
-            if isinstance(r, wire.Region):
+        for r in (tx, rx, beacon):
+            if isinstance(r, wire.Region | wire.Beacon):
                 r.close()
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(ex, ignore_errors=True)
@@ -131,9 +135,10 @@ def start(
         workdir=str(workdir),
         exchange=str(ex),
         regions=[tx.fd, rx.fd] if isinstance(tx, wire.Region) else None,
+        beacon=beacon.fd,
         cache_dir=str(cache),
     )
-    started = Started(key(cfg), workdir, ex, tx, rx, ch, full)
+    started = Started(key(cfg), workdir, ex, tx, rx, ch, full, beacon)
     if prime:
         started.prime()
     return started

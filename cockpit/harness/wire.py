@@ -287,6 +287,46 @@ class Region:
         return out.view(dtype).reshape(shape)
 
 
+class Beacon:
+    """One shared page where the arena counts the compiles it starts (a Triton JIT cache miss, a
+    Dynamo frame compile) while the judge waits on a call.
+
+    The first call on a shape gets a compile allowance on top of its per-call limit, but only
+    when the arena starts a compile during that request: a call that hangs without compiling is
+    ended at its per-call limit, one that compiles gets the allowance as before. The count lives
+    in the candidate's address space, so a candidate can raise it at will; all that buys is the
+    allowance every first call once had. Sealed against any change of size, so neither side can
+    fault the other's mapping."""
+
+    SIZE = 4096
+
+    def __init__(self, fd: int | None = None) -> None:
+        import fcntl
+        import mmap
+
+        seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        if fd is None:
+            fd = os.memfd_create("cockpit-beacon", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, self.SIZE)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+        elif fcntl.fcntl(fd, fcntl.F_GET_SEALS) & seals != seals or os.fstat(fd).st_size != self.SIZE:
+            raise WireError("the compile beacon is not a sealed page")
+        self.fd = fd
+        self._map: Any = mmap.mmap(fd, self.SIZE)
+
+    def close(self) -> None:
+        self._map = None
+        os.close(self.fd)
+
+    def count(self) -> int:
+        """Compiles started so far (as the arena wrote it: any 8 bytes)."""
+        return int.from_bytes(self._map[0:8], "little")
+
+    def bump(self, *_: Any, **__: Any) -> None:
+        """One more compile started (a hook: takes and ignores whatever its caller passes)."""
+        self._map[0:8] = ((self.count() + 1) % (1 << 64)).to_bytes(8, "little")
+
+
 def exchange(kind: str, folder: Path) -> tuple[Any, Any]:
     """(to the arena, from the arena) for the judge: the file exchange in `folder`, or two
     sealed regions (`kind` "memfd"; their fds go to the arena with its configuration)."""

@@ -3,6 +3,7 @@ arena processes on the CPU, on the tiered toy task (`tests/tiered_task.py`)."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -151,6 +152,38 @@ def test_a_call_that_never_returns_is_ended_at_its_per_call_limit(tmp_path):
     assert r.reasons[0].shape == "rows=64 cols=16 float32"
     assert "ran past its" in r.reasons[0].message
     assert took < 30, f"a hang cost {took:.0f} s"
+
+
+def test_a_hang_that_compiles_nothing_gets_no_compile_allowance(tmp_path):
+    """The first call's allowance is for compiling: a call that spins without starting a
+    compile is ended at its per-call limit, however large the allowance."""
+    root = tiered_task(tmp_path)
+    t0 = time.monotonic()
+    r = judge(root, SPIN, limits={"call_floor_s": 1.0, "first_call_s": 300.0})
+    took = time.monotonic() - t0
+    assert r.status == "timeout", describe(r)
+    # verify makes two calls (the second on perturbed inputs): 2 x 1 s, no allowance
+    assert "ran past its 2 s limit" in r.reasons[0].message, r.reasons[0].message
+    assert took < 60, f"a hang cost {took:.0f} s"
+    assert r.protections.get("compile_beacon") == ["triton", "dynamo"]
+
+
+COMPILED_SLOWLY = (
+    "import torch\n\n\n"
+    "@torch.compile(dynamic=False)\n"
+    "def _f(x):\n    return x * 2 + 1\n\n\n"
+    "def kernel(x):\n    return _f(x)\n"
+)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="Inductor on the CPU needs a C++ compiler")
+def test_a_first_call_that_compiles_gets_the_allowance(tmp_path):
+    """A `torch.compile`d candidate compiles on each shape's first call, far past a per-call
+    limit of a fraction of a second: Dynamo's compile start is counted, so it gets the
+    allowance and passes; without the count it would be a hang."""
+    root = tiered_task(tmp_path)
+    r = judge(root, COMPILED_SLOWLY, limits={"call_floor_s": 0.2, "first_call_s": 300.0})
+    assert r.status == "ok", describe(r)
 
 
 def test_the_per_call_limit_comes_from_the_task_and_names_a_later_shape(tmp_path):
