@@ -199,7 +199,15 @@ def hang_cost(task: str, device: str, mode: str) -> dict[str, Any]:
     }
 
 
-def eval_tiers(task_name: str, path: str, device: str, mode: str) -> dict[str, Any]:
+def eval_tiers(
+    task_name: str,
+    path: str,
+    device: str,
+    mode: str,
+    tiers: tuple[str, ...] = ("full", "promoted", "screened"),
+) -> dict[str, Any]:
+    """`path` judged once per tier, each with a cold compile cache; `screened` runs against an
+    incumbent nothing can beat, made from the first other tier's result."""
     from cockpit.harness import warm
     from cockpit.harness.judge import Options, evaluate
     from cockpit.harness.task import load_task
@@ -212,7 +220,7 @@ def eval_tiers(task_name: str, path: str, device: str, mode: str) -> dict[str, A
 
     home = scoring.data_dir()
     scoring.ceilings(device)  # measured once, kept: a loop has them from its first evaluation
-    for label in ("full", "promoted", "screened"):
+    for label in sorted(tiers, key=lambda t: t == "screened"):
         with tempfile.TemporaryDirectory(prefix="cockpit-tp-data-") as d:
             # a cold compile cache, as a new candidate has; the machine's ceilings and baselines
             for sub in ("ceilings", "baselines"):
@@ -229,7 +237,7 @@ def eval_tiers(task_name: str, path: str, device: str, mode: str) -> dict[str, A
             r = evaluate(task, path, opts, source=source).to_dict()
             wall = time.monotonic() - t0
         warm.drop()
-        if label == "full":
+        if label != "screened" and unbeatable is None:
             unbeatable = json.loads(json.dumps(r))
             for s in unbeatable.get("shapes", []):
                 for k in ("median_us", "mean_us"):
@@ -294,19 +302,28 @@ def main() -> int:
     ap.add_argument("--designs", nargs="+", default=["new", "old"], choices=list(DESIGNS))
     ap.add_argument("--hang", action="store_true", help="also time a candidate that never returns")
     ap.add_argument("--eval", metavar="FILE", help="judge FILE full, promoted and screened only")
+    ap.add_argument(
+        "--tiers",
+        nargs="+",
+        default=["full", "promoted", "screened"],
+        choices=["full", "promoted", "screened"],
+        help="with --eval: which of the three (screened needs one of the others)",
+    )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--out", help="write the figures as JSON")
     ap.add_argument("--sessions-dir", help="keep the runs' sessions here (default: a temp folder)")
     args = ap.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     if args.eval:
+        if args.tiers == ["screened"]:
+            ap.error("--tiers screened needs full or promoted beside it (its incumbent)")
         out = {
             "task": args.task,
             "device": args.device,
             "mode": args.mode,
             "candidate": args.eval,
             "date": time.strftime("%Y-%m-%d %H:%M"),
-            "tiers": eval_tiers(args.task, args.eval, args.device, args.mode),
+            "tiers": eval_tiers(args.task, args.eval, args.device, args.mode, tuple(args.tiers)),
         }
         for label, r in out["tiers"].items():
             print(
