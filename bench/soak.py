@@ -330,7 +330,7 @@ def _sample(proc: subprocess.Popen, seen: dict[int, float]) -> None:
 
 def _account(folder: Path, env: dict[str, str], received: int) -> dict[str, Any]:
     """What the record says, and the checks against it."""
-    from cockpit.cli_loop import status_dict
+    from cockpit.cli.loop import status_dict
     from cockpit.store import SessionRecord
     from cockpit.store import events as ev
 

@@ -459,7 +459,7 @@ def test_cockpit_status_shows_recorded_reasons_as_text_not_markup(tmp_path):
 def test_the_headless_printer_shows_recorded_text_as_text_not_markup():
     """A candidate whose exception says `[/x]` must not raise MarkupError in the engine's printer
     (it runs in the engine's thread: that would end the run)."""
-    from cockpit.cli_loop import HeadlessPrinter
+    from cockpit.cli.loop import HeadlessPrinter
 
     printer = HeadlessPrinter(4)
     with printer.console.capture() as cap:

@@ -136,7 +136,7 @@ def test_piped_results_are_not_squeezed_into_80_columns(monkeypatch):
     there."""
     from rich.table import Table
 
-    from cockpit.cli import out_console
+    from cockpit.cli.common import out_console
 
     monkeypatch.delenv("COLUMNS", raising=False)
     con = out_console()

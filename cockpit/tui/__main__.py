@@ -2,6 +2,6 @@
 
 import sys
 
-from cockpit.cli_tui import main
+from cockpit.cli.tui import main
 
 sys.exit(main())

@@ -10,7 +10,7 @@ import sys
 
 from agents_helpers import ANTHROPIC_KEY, OPENAI_KEY, ROOT
 
-from cockpit.cli_agents import cmd_models, register_models
+from cockpit.cli.agents import cmd_models, register_models
 
 
 def run_models(capsys, as_json: bool) -> str:
@@ -48,7 +48,7 @@ def test_cmd_models_is_callable_directly(capsys):
 
 def test_agent_modules_do_not_import_litellm():
     code = ("import sys, cockpit.agents.llm, cockpit.agents.prompt, cockpit.agents.replies, cockpit.agents.costs, "
-            "cockpit.agents.profiles, cockpit.agents.feedback, cockpit.agents.keys, cockpit.cli_agents\n"
+            "cockpit.agents.profiles, cockpit.agents.feedback, cockpit.agents.keys, cockpit.cli.agents\n"
             "from cockpit.agents.profiles import load_profile, make_proposer\n"
             "make_proposer(load_profile('default'))\n"
             "assert 'litellm' not in sys.modules, 'litellm imported'\n")

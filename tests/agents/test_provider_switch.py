@@ -115,7 +115,7 @@ def test_set_model_switches_a_branch_to_another_provider_while_a_call_is_in_flig
     at_switch = len(first.received)
     assert first.answered < at_switch  # acknowledged while the call was still in flight
 
-    from cockpit.cli_loop import status_dict
+    from cockpit.cli.loop import status_dict
 
     folder = tmp_path / "sessions" / "sw"
     _wait(lambda: status_dict(folder)["state"] not in ("created", "running"), 180, "the end")

@@ -27,8 +27,7 @@ from cockpit.store import SessionRecord, engine_pid
 TOYTASK = Path(__file__).with_name("toytask")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_OPTS = ("--device", "cpu", "--mode", "quick")
-# What the `cockpit` console script runs. (`python -m cockpit.cli` would load the CLI twice, as
-# __main__ and as cockpit.cli, and a UsageError from cli_loop would escape as a traceback.)
+# What the `cockpit` console script runs.
 COCKPIT = (sys.executable, "-c", "import sys; from cockpit.cli import main; sys.exit(main())")
 
 

@@ -134,7 +134,7 @@ def test_max_time_rejects_what_is_not_a_duration(cockpit: Cockpit, value: str, m
 
 
 def test_durations_parse_in_every_documented_form() -> None:
-    from cockpit.cli_loop import parse_duration
+    from cockpit.cli.loop import parse_duration
     from cockpit.engine.engine import _duration
 
     assert [parse_duration(t) for t in ("90", "90s", "15m", "1h30m", "2.5h", "1d")] == [

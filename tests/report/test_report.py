@@ -339,7 +339,7 @@ def test_importing_and_loading_a_report_draws_nothing(tmp_path):
     """matplotlib is imported when a chart is drawn, never by `cockpit --help`, the CLI module
     or reading a session; nothing here imports torch, Textual or the engine."""
     code = (
-        "import sys, cockpit.cli, cockpit.cli_report, cockpit.report\n"
+        "import sys, cockpit.cli, cockpit.cli.report, cockpit.report\n"
         "cockpit.cli.build_parser()\n"
         f"cockpit.report.load_report({str(EXAMPLE)!r})\n"
         "print([m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'torch', 'textual')"

@@ -120,7 +120,7 @@ def test_keymap_file_maps_binding_ids_to_keys(tmp_path: Path):
 
 def test_the_cockpit_imports_neither_engine_nor_agents_nor_litellm():
     code = (
-        "import sys, cockpit.tui, cockpit.cli_tui, cockpit.tui.screens.main\n"
+        "import sys, cockpit.tui, cockpit.cli.tui, cockpit.tui.screens.main\n"
         "bad = [m for m in sys.modules if m.split('.')[0] == 'litellm' or "
         "m.startswith(('cockpit.engine', 'cockpit.agents', 'cockpit.harness', 'torch'))]\n"
         "print(bad)"

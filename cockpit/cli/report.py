@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cockpit.cli import UsageError
+from cockpit.cli.common import UsageError
 
 
 def _find(session: str, sessions_dir: str | None) -> Path:

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from cockpit.cli import UsageError, _device, _load_task, out_console
+from cockpit.cli.common import UsageError, out_console, resolve_device, resolve_task
 
 
 def _sessions_arg(s: argparse.ArgumentParser) -> None:
@@ -180,7 +180,7 @@ def _ray_device(args: argparse.Namespace) -> str:
     if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
         raise UsageError(f"--device {args.device}: expected cpu or cuda")
     if not (args.ray_address or os.environ.get("RAY_ADDRESS")):
-        return _device(args.device)
+        return resolve_device(args.device)
     try:
         resources = probe(args.ray_address)
     except BackendUnavailable as exc:
@@ -430,14 +430,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             check_session_name(args.session)
         except ValueError as exc:
             raise UsageError(f"--session: {exc}") from None
-    task = _load_task(args.task)
+    task = resolve_task(args.task)
     if getattr(args, "backend", "local") == "ray":
         device = _ray_device(args)
     else:
         _check_backend("local", getattr(args, "ray_address", None))
         if getattr(args, "ray_cpus", None):
             raise UsageError("--ray-cpus goes with --backend ray")
-        device = _device(args.device)
+        device = resolve_device(args.device)
     cfg = _config(args, task.root, device)
     _check_reference(task)
     try:
@@ -464,7 +464,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         rc = _start(folder, True, headless=True)
         if rc:
             return rc
-        from cockpit.cli_tui import cmd_attach
+        from cockpit.cli.tui import cmd_attach
 
         return cmd_attach(argparse.Namespace(session=str(folder), sessions_dir=None))
     if not args.detach:
@@ -500,7 +500,7 @@ def _discard_unstarted(folder: Path) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     args.task, args.agent, args.beam, args.plateau, args.seed = "softmax", "tuner", 3, 4, 0
     args.budget = args.budget or 10
-    args.mode = "quick" if _device(args.device) == "cpu" else "iterate"
+    args.mode = "quick" if resolve_device(args.device) == "cpu" else "iterate"
     args.detach = False
     args.session = None
     args.headless = getattr(args, "headless", False)

@@ -13,48 +13,13 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-
-class UsageError(Exception):
-    """Bad usage or bad input: one line on stderr, exit 2."""
+from cockpit.cli.common import UsageError, out_console, resolve_device, resolve_task
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
         sys.stderr.write(f"cockpit: error: {message} (see `{self.prog} --help`)\n")
         sys.exit(2)
-
-
-def out_console(**kw):
-    """The rich console for a command's results on stdout. Piped or redirected (a log, ssh into a
-    file, CI) rich takes 80 columns, or COLUMNS where a shell exported it, and squeezes tables
-    until cells vanish (the merge table lost its ok column): there it gets 200."""
-    from rich.console import Console
-
-    con = Console(**kw)
-    if not con.is_terminal:
-        con = Console(width=200, **kw)
-    return con
-
-
-def _device(arg: str | None) -> str:
-    import torch
-
-    if arg is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if arg.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA device is visible on this machine")
-    if arg != "cpu" and not arg.startswith("cuda"):
-        raise UsageError(f"--device {arg}: expected cpu or cuda")
-    return arg
-
-
-def _load_task(spec: str):
-    from cockpit.harness.task import TaskError, load_task
-
-    try:
-        return load_task(spec)
-    except TaskError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -121,7 +86,7 @@ def _progress_eval(task, candidate: Path, opts, quiet: bool):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    task = _load_task(args.task)  # before the judge's imports (torch): a bad task.toml is quick
+    task = resolve_task(args.task)  # before the judge's imports (torch): a bad task.toml is quick
     from cockpit.harness.judge import CandidateError, Options
     from cockpit.harness.task import TaskError
     from cockpit.render import print_result
@@ -136,7 +101,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.parts is not None:
         return _eval_parts(args, cand)
     opts = Options(
-        device=_device(args.device),
+        device=resolve_device(args.device),
         mode=_mode(args),
         strict=args.strict,
         profile=not args.no_profile,
@@ -186,7 +151,7 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
         raise UsageError(f"--parts {n}: expected a positive number of parts")
     if args.shard:
         raise UsageError("--parts and --shard exclude each other (--parts runs every shard)")
-    device = _device(args.device)
+    device = resolve_device(args.device)
     base = [sys.executable, "-m", "cockpit.cli", "eval", args.task, str(cand)]
     base += ["--device", device, "--json"] + (
         [f"--{_mode(args)}"] if _mode(args) != "iterate" else []
@@ -272,8 +237,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     from cockpit.harness.judge import Options
     from cockpit.render import fmt_us
 
-    task = _load_task(args.task)
-    device = _device(args.device)
+    task = resolve_task(args.task)
+    device = resolve_device(args.device)
     variants = args.variants or list(baselines.VARIANTS)
     unknown = [v for v in variants if v not in baselines.VARIANTS]
     if unknown:
@@ -393,17 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_baseline)
 
-    from cockpit import (  # cheap: each imports its work lazily
-        cli_agents,
-        cli_loop,
-        cli_report,
-        cli_tui,
-    )
+    from cockpit.cli import agents, loop, report, tui  # cheap: each imports its work lazily
 
-    cli_loop.register(sub)  # run, demo, resume, ls, status, stop, send
-    cli_agents.register_models(sub)  # models
-    cli_tui.register_tui(sub)  # attach, replay
-    cli_report.register_report(sub)  # report, export
+    loop.register(sub)  # run, demo, resume, ls, status, stop, send
+    agents.register_models(sub)  # models
+    tui.register_tui(sub)  # attach, replay
+    report.register_report(sub)  # report, export
     return p
 
 
@@ -438,11 +398,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("cockpit: interrupted\n")
         return 130
-
-
-if __name__ == "__main__":
-    # `python -m cockpit.cli` runs this file as __main__; go through the canonical module so the
-    # sub-command modules' `from cockpit.cli import UsageError` is the class caught above
-    from cockpit.cli import main as _main
-
-    sys.exit(_main())

@@ -43,7 +43,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from cockpit.cli import out_console
+    from cockpit.cli.common import out_console
 
     con = out_console(highlight=False)
     t = Table(title=f"agent profiles in {report['agents_dir']}", title_justify="left")

@@ -3,7 +3,7 @@
 `cockpit notify [SESSION]`: its notifications without it (a watcher for servers).
 
 Registered into `cockpit.cli` by `register_tui(sub)`; also runnable alone as
-`python -m cockpit.cli_tui attach|replay ...` or `python -m cockpit.tui SESSION [--replay]`.
+`python -m cockpit.cli.tui attach|replay ...` or `python -m cockpit.tui SESSION [--replay]`.
 Textual is imported only when a command runs, so `cockpit --help` stays fast.
 """
 
@@ -15,7 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cockpit.cli import UsageError
+from cockpit.cli.common import UsageError
 
 
 def _find(session: str | None, sessions_dir: str | None) -> Path:

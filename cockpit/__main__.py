@@ -1,0 +1,7 @@
+"""`python -m cockpit ...`: the same as the `cockpit` console script."""
+
+import sys
+
+from cockpit.cli.main import main
+
+sys.exit(main())
