@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cockpit.store import events as ev
+from cockpit.store import figures
 from cockpit.store.models import Branch, Candidate, Command, Event
 from cockpit.store.states import end_reason, evaluations
 from cockpit.tui.notify import BY_COMMAND
@@ -79,8 +80,7 @@ class SessionModel:
 
     @property
     def best(self) -> Candidate | None:
-        ok = [c for c in self.candidates if c.rankable]
-        return min(ok, key=lambda c: c.score_us) if ok else None
+        return figures.best(self.candidates)
 
     @property
     def paused_all(self) -> bool:

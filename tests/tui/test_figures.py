@@ -1,0 +1,109 @@
+"""One definition of "best" (cockpit/store/figures.py): a CPU session with a comparable torch
+baseline and Triton-interpreter times that are not comparable. `cockpit ls`, `cockpit status`,
+the cockpit's header, beam and event log, and the report name the same best, and label it
+`n/c`; the baseline's microseconds are never ranked against the interpreter's milliseconds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from session_builder import NOW, SEED, Builder, result
+from tui_helpers import live_app, settle
+
+from cockpit.report.data import load_report
+from cockpit.store import SessionRecord, figures
+from cockpit.store import events as ev
+from cockpit.tui.widgets.beam_panel import BeamPanel
+from cockpit.tui.widgets.event_log import EventLog
+
+WIDE = (160, 48)
+FAST_TRITON_US, SLOW_TRITON_US = 12_400.0, 15_000.0
+
+
+def _cpu_session(folder: Path) -> Path:
+    """b1: the task's torch seed (comparable, 9.55 us, exempt as the baseline); b2: two
+    Triton candidates timed by the interpreter (not comparable, 12.4 and 15 ms)."""
+    b = Builder(folder, NOW - 1800)
+    b.append(
+        ev.SESSION_CREATED,
+        {"name": folder.name, "task": "softmax", "device": "cpu", "budget": 10},
+        dt=0,
+    )
+    b.append(ev.SESSION_STATE, {"state": "running"}, dt=1)
+    b.append(ev.BRANCH_CREATED, {"family": "baseline", "model": None}, branch="b1", dt=1)
+    b.append(ev.BRANCH_CREATED, {"family": "triton-rowwise", "model": None}, branch="b2", dt=1)
+
+    def finished(cid: str, branch: str, family: str, score: float, comparable: bool, dt: float):
+        b.append(ev.CANDIDATE_PROPOSED, {"family": family, "source": SEED}, branch, cid, dt)
+        payload = dict(result("ok", score), comparable=comparable)
+        payload["baseline_exempt"] = family == "baseline"
+        b.append(ev.EVALUATION_FINISHED, payload, branch, cid, dt + 10)
+        b.append(
+            ev.BEST_CHANGED,
+            {"candidate": cid, "score_us": score, "comparable": comparable},
+            branch,
+            cid,
+            dt + 11,
+        )
+
+    finished("c0001", "b1", "baseline", 9.55, True, 10)
+    finished("c0002", "b2", "triton-rowwise", SLOW_TRITON_US, False, 100)
+    finished("c0003", "b2", "triton-rowwise", FAST_TRITON_US, False, 200)
+    b.close()
+    return folder
+
+
+def _cli(*args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; from cockpit.cli import main; sys.exit(main())", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+    return out.stdout
+
+
+def test_the_best_is_ranked_within_comparable_times_else_labelled_not_comparable(tmp_path):
+    folder = _cpu_session(tmp_path / "sessions" / "cpu")
+    with SessionRecord.open_readonly(folder) as rec:
+        cands = rec.candidates()
+    best = figures.best(cands)
+    # the baseline is the reference, not a best; the Triton times are all the interpreter's
+    assert best is not None and best.id == "c0003" and figures.tag(best) == "n/c"
+
+    ls = json.loads(_cli("ls", "--sessions-dir", str(folder.parent), "--json"))
+    assert [(s["best_us"], s["best_label"]) for s in ls] == [(FAST_TRITON_US, "n/c")]
+    ls_text = _cli("ls", "--sessions-dir", str(folder.parent))
+    assert "12.4 ms n/c" in ls_text, ls_text
+
+    st = json.loads(_cli("status", str(folder), "--json"))
+    assert st["best"]["candidate"] == "c0003" and st["best"]["comparable"] is False
+    assert st["best"]["label"] == "n/c"
+    labels = {b["id"]: b["best_label"] for b in st["branches"]}
+    assert labels == {"b1": "", "b2": "n/c"}
+    status_text = _cli("status", str(folder))
+    assert "best 12.4 ms n/c (c0003)" in status_text, status_text
+
+    report = load_report(folder)
+    assert report.best is not None and report.best.id == "c0003"
+
+
+async def test_the_header_beam_and_log_agree_with_status_and_label_the_times(tmp_path):
+    folder = _cpu_session(tmp_path / "sessions" / "cpu")
+    app = live_app(folder)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        bar = str(app.screen.query_one("#bar").render())
+        assert "best 12.4ms c0003 n/c" in bar.replace(" ms", "ms"), bar
+        ol = app.screen.query_one(BeamPanel).option_list
+        rows = [ol.get_option_at_index(i).prompt.plain for i in range(ol.option_count)]
+        triton = [r for r in rows if "c000" in r and ("c0002" in r or "c0003" in r)]
+        assert triton and all(r.rstrip().endswith("n/c") for r in triton), rows
+        (base,) = [r for r in rows if r.lstrip().startswith("c0001")]
+        assert "n/c" not in base, base
+        log = "\n".join(line.text for line in app.screen.query_one(EventLog).lines)
+        assert "new best c0003 12.4ms n/c" in log.replace(" ms", "ms"), log
