@@ -62,6 +62,16 @@ def best(candidates: Iterable[Candidate]) -> Candidate | None:
     )
 
 
+def reference(candidates: Iterable[Candidate]) -> Candidate | None:
+    """The session's own baseline candidate (the task's torch seed) with its fastest passing
+    time, comparable ones first: the reference a plot draws as a line, not a series."""
+    return pick(
+        (c for c in candidates if c.rankable and is_baseline(c)),
+        lambda c: c.score_us or 0.0,
+        lambda c: comparable(c.summary),
+    )
+
+
 def tag(c: Candidate | dict[str, Any] | None) -> str:
     """`n/c`, `scr` or '' for a candidate (or a result / best_changed payload) whose time is
     shown."""

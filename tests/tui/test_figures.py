@@ -107,3 +107,53 @@ async def test_the_header_beam_and_log_agree_with_status_and_label_the_times(tmp
         assert "n/c" not in base, base
         log = "\n".join(line.text for line in app.screen.query_one(EventLog).lines)
         assert "new best c0003 12.4ms n/c" in log.replace(" ms", "ms"), log
+
+
+def _plot_lines(app) -> list[str]:
+    from cockpit.tui.widgets.history_plot import HistoryPlot
+
+    return str(app.screen.query_one(HistoryPlot).render()).splitlines()
+
+
+async def test_the_plot_draws_no_baseline_series_and_names_a_not_comparable_reference(tmp_path):
+    """CPU: the baseline's 9.55 us is no series squashing the interpreter's milliseconds
+    against the top; the legend names it as a reference that is not comparable."""
+    folder = _cpu_session(tmp_path / "sessions" / "cpu")
+    app = live_app(folder)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        lines = _plot_lines(app)
+        legend = lines[0]
+        assert legend.startswith("n/c:") and "b2 12.4ms" in legend.replace(" ms", "ms")
+        assert "b1" not in legend and "ref 9.55µs n/c" in legend, legend
+        # the axis spans the Triton times only
+        assert lines[1].strip().endswith("ms") or "ms" in lines[1], lines[1]
+        assert not any("µs" in ln for ln in lines[1:-2]), lines
+
+
+async def test_a_comparable_baseline_is_a_dotted_reference_line(tmp_path):
+    """GPU-like: every time comparable; the baseline is a line across the plot, in the legend
+    as `┄ ref`, and no series of its own."""
+    folder = tmp_path / "sessions" / "gpu"
+    b = Builder(folder, NOW - 1800)
+    b.append(ev.SESSION_CREATED, {"name": "gpu", "task": "softmax", "device": "cuda"}, dt=0)
+    b.append(ev.SESSION_STATE, {"state": "running"}, dt=1)
+    b.append(ev.BRANCH_CREATED, {"family": "baseline", "model": None}, branch="b1", dt=1)
+    b.append(ev.BRANCH_CREATED, {"family": "triton-rowwise", "model": None}, branch="b2", dt=1)
+    for cid, branch, family, score, dt in (
+        ("c0001", "b1", "baseline", 40.0, 10),
+        ("c0002", "b2", "triton-rowwise", 30.0, 100),
+    ):
+        b.append(ev.CANDIDATE_PROPOSED, {"family": family, "source": SEED}, branch, cid, dt)
+        b.append(ev.EVALUATION_FINISHED, result("ok", score), branch, cid, dt + 10)
+        b.append(ev.BEST_CHANGED, {"candidate": cid, "score_us": score}, branch, cid, dt + 11)
+    b.close()
+    app = live_app(folder)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        from cockpit.tui.widgets.history_plot import HistoryPlot
+
+        d = app.screen.query_one(HistoryPlot).data
+        assert d.branch_ids == ("b2",) and d.reference_us == 40.0 and d.reference_drawn
+        legend = _plot_lines(app)[0]
+        assert "┄ ref 40.0µs" in legend and "b1" not in legend and "n/c" not in legend, legend

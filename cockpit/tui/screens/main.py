@@ -46,7 +46,12 @@ from cockpit.tui.widgets.beam_panel import BeamPanel
 from cockpit.tui.widgets.candidate_detail import CandidateDetail
 from cockpit.tui.widgets.event_log import EventLog
 from cockpit.tui.widgets.gpu_panel import GpuPanel
-from cockpit.tui.widgets.history_plot import HistoryData, HistoryPlot, quantize_end
+from cockpit.tui.widgets.history_plot import (
+    HistoryData,
+    HistoryPlot,
+    quantize_end,
+    reference_line,
+)
 from cockpit.tui.widgets.session_bar import SessionBar, bar_content
 
 STEERING = {"toggle_branch", "toggle_all", "fork", "redirect", "retire", "set_model", "stop_engine"}
@@ -265,6 +270,7 @@ class MainScreen(Screen[None]):
             t0,
             max(t1, t0 + 1),
             live=m.clock is None,
+            **reference_line(m),
         )
 
     def _draw_bar(self) -> None:
