@@ -157,3 +157,39 @@ async def test_a_comparable_baseline_is_a_dotted_reference_line(tmp_path):
         assert d.branch_ids == ("b2",) and d.reference_us == 40.0 and d.reference_drawn
         legend = _plot_lines(app)[0]
         assert "┄ ref 40.0µs" in legend and "b1" not in legend and "n/c" not in legend, legend
+
+
+async def test_a_dialog_defers_drawing_beneath_it_and_nothing_is_lost(tmp_path):
+    """While a dialog covers the main screen, snapshots are applied to the model but the
+    panels under it are not redrawn (each redraw under a translucent backdrop repaints the
+    whole terminal); closing the dialog draws what arrived, every event in the log."""
+    from cockpit.tui.screens.help import HelpScreen
+
+    folder = _cpu_session(tmp_path / "sessions" / "cpu")
+    app = live_app(folder)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        main = app.screen
+        beam = main.query_one(BeamPanel).option_list
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        with SessionRecord.open(folder) as rec:  # the engine's side
+            rec.append(ev.CANDIDATE_PROPOSED, {"family": "triton-rowwise"}, "b2", "c0004")
+            rec.append(
+                ev.EVALUATION_FINISHED,
+                dict(result("ok", 11_000.0), comparable=False),
+                "b2",
+                "c0004",
+            )
+        main.action_refresh()
+        await settle(pilot)
+        assert main.model.candidate("c0004") is not None  # applied ...
+        rows = [beam.get_option_at_index(i).prompt.plain for i in range(beam.option_count)]
+        assert not any("c0004" in r for r in rows)  # ... not drawn under the dialog
+        await pilot.press("escape")
+        await settle(pilot)
+        rows = [beam.get_option_at_index(i).prompt.plain for i in range(beam.option_count)]
+        assert any("c0004" in r for r in rows), rows
+        log = "\n".join(line.text for line in main.query_one(EventLog).lines)
+        assert "c0004 b2 ok 11.0ms n/c" in log.replace(" ms", "ms"), log
