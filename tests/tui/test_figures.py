@@ -193,3 +193,29 @@ async def test_a_dialog_defers_drawing_beneath_it_and_nothing_is_lost(tmp_path):
         assert any("c0004" in r for r in rows), rows
         log = "\n".join(line.text for line in main.query_one(EventLog).lines)
         assert "c0004 b2 ok 11.0ms n/c" in log.replace(" ms", "ms"), log
+
+
+async def test_an_open_dialog_over_an_unchanging_session_writes_nothing(tmp_path):
+    """With the help open and nothing new, the terminal gets no frames: the screen beneath
+    does not repaint itself over and over through the dialog."""
+    import asyncio
+
+    from cockpit.tui import CockpitApp, LiveSource
+
+    folder = _cpu_session(tmp_path / "sessions" / "cpu")
+    live_app(folder)  # the engine's lock held
+    # polled every second, as attached: a poll that finds nothing new must draw nothing
+    app = CockpitApp(LiveSource(folder), now=lambda: NOW, poll_interval=1.0, user="tester")
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("escape")  # the since-last-looked summary
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        await asyncio.sleep(0.5)  # the dialog's own first frames
+        frames = []
+        display = app._display
+        app._display = lambda screen, update: (frames.append(update), display(screen, update))
+        await asyncio.sleep(1.5)
+        app._display = display
+        assert frames == [], f"{len(frames)} frames in 1.5 s with nothing changing"
