@@ -13,19 +13,28 @@ Measures, on synthetic sessions written through the store API (bench_store's gen
       (`SessionModel.apply`), in steps of 500 events, as the player delivers them at full speed
       (target >= 5,000 events/s).
 
+  (e) with `--engine-only`: CPU of the attached cockpit while a real engine runs (`cockpit run
+      softmax --detach` on the CPU: the tuner, beam 3, as `cockpit demo` runs it), with no
+      dialog open, with each dialog open (since-last-looked, help, details, fork, redirect,
+      retire, set-model) and with the session paused; `--engine-s` seconds a window (target
+      <= 2% of a core); writes `--out`.
+
 Usage: .venv/bin/python bench/bench_tui.py [--idle-s 20] [--candidates 10000] [--events 100000]
-Prints a table and writes bench/results/tui.json.
+       .venv/bin/python bench/bench_tui.py --engine-only --engine-s 10 --out FILE
+Prints a table and writes bench/results/tui.json (or --out).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
 import pty
 import random
+import re
 import select
 import struct
 import subprocess
@@ -229,6 +238,138 @@ def bench_attached(folder: Path, tmp: Path, seconds: float, out: dict) -> None:
         cockpit.close()
 
 
+# The dialogs of the attached cockpit: (name, key, text drawn once it is open). The
+# since-last-looked dialog opens by itself on attach.
+DIALOGS = (
+    ("help", b"?", b"remap:"),
+    ("details", b"\r", b"parent "),
+    ("fork", b"f", b"ctrl+s fork"),
+    ("redirect", b"r", b"ctrl+s send"),
+    ("retire", b"x", b"enter retire"),
+    ("set_model", b"m", b"enter switch"),
+)
+COCKPIT = (sys.executable, "-c", "import sys; from cockpit.cli import main; sys.exit(main())")
+
+
+def _engine_procs(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _cpu_of(procs: list[psutil.Process]) -> dict[int, float]:
+    """CPU seconds of each process still alive, by pid."""
+    out = {}
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            out[p.pid] = t.user + t.system + t.children_user + t.children_system
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def _cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two readings by the processes alive at both (an arena that
+    ended in between takes its seconds with it; one started in between is not counted)."""
+    return sum(after[p] - before[p] for p in before.keys() & after.keys())
+
+
+def bench_engine_attached(tmp: Path, seconds: float, out: dict, task: str = "softmax") -> None:
+    """A real engine on the CPU and the cockpit attached to it: the cockpit's CPU with no
+    dialog open, with each dialog open, and with the session paused (`P`). The engine's own CPU
+    (its processes and arenas) is recorded beside each window, for context."""
+    sessions = tmp / "engine-sessions"
+    env = dict(os.environ, COCKPIT_SESSIONS_DIR=str(sessions))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    # the tuner on the CPU as `cockpit demo` runs it, with a plateau window it will not reach:
+    # no branch retires while the windows are measured
+    opts = ("--device", "cpu", "--mode", "quick", "--budget", "500", "--beam", "3")
+    opts += ("--plateau", "1000")
+    r = subprocess.run(
+        [*COCKPIT, "run", task, "--session", "live", "--detach", *opts],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
+    m = re.search(r"pid (\d+)", r.stdout)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"cockpit run failed: {r.stdout}{r.stderr}")
+    pid = int(m.group(1))
+    folder = sessions / "live"
+    try:
+        deadline = time.monotonic() + 300
+        while True:  # the engine's first verdicts, so the beam has candidates to open
+            with SessionRecord.open_readonly(folder) as rec:
+                n = sum(
+                    1 for c in rec.candidates() if c.status not in (None, "proposed", "evaluating")
+                )
+            if n >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        cockpit = PtyCockpit(folder, tmp)
+        windows: dict = {}
+        try:
+            cockpit.wait_for(b"evals")
+
+            def window(name: str) -> None:
+                procs = _engine_procs(pid)
+                e0, t0 = _cpu_of(procs), time.perf_counter()
+                with SessionRecord.open_readonly(folder) as rec:
+                    ev0 = rec.last_event_id()
+                w = cockpit.measure(seconds)
+                with SessionRecord.open_readonly(folder) as rec:
+                    w["events_per_s"] = (rec.last_event_id() - ev0) / w["seconds"]
+                spent = _cpu_between(e0, _cpu_of(procs))
+                w["engine_cpu_pct"] = 100 * spent / (time.perf_counter() - t0)
+                windows[name] = w
+
+            try:
+                cockpit.wait_for(b"enter or escape to continue", timeout=5)
+                time.sleep(1)
+                window("since_last_looked")
+                cockpit.keys(b"\x1b")
+            except RuntimeError:
+                windows["since_last_looked"] = {"skipped": "the dialog did not open on attach"}
+            time.sleep(2)
+            window("running")
+            for name, key, marker in DIALOGS:
+                cockpit.keys(key)
+                try:
+                    cockpit.wait_for(marker, timeout=10)
+                except RuntimeError:
+                    windows[name] = {"skipped": f"{marker!r} not drawn after {key!r}"}
+                    cockpit.keys(b"\x1b")
+                    time.sleep(1)
+                    continue
+                time.sleep(1)
+                window(name)
+                cockpit.keys(b"\x1b")
+                time.sleep(1.5)
+            cockpit.keys(b"P")  # pause the whole session
+            time.sleep(3)
+            window("paused")
+            cockpit.keys(b"P")
+        finally:
+            cockpit.close()
+        out["engine"] = {
+            "task": task,
+            "options": list(opts),
+            "window_s": seconds,
+            "windows": windows,
+        }
+    finally:
+        procs = _engine_procs(pid)
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(procs, timeout=15)
+
+
 def bench_open_process(folder: Path, tmp: Path, marker: str, out: dict, runs: int = 3) -> None:
     """Spawn to `marker` on screen (the session bar's evaluation count: drawn once the
     session is loaded)."""
@@ -302,7 +443,14 @@ def main() -> None:
     parser.add_argument("--idle-s", type=float, default=20.0)
     parser.add_argument("--candidates", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--engine-s", type=float, default=0.0, help="(e): seconds a window")
+    parser.add_argument("--engine-only", action="store_true", help="only (e)")
+    parser.add_argument("--engine-task", default="softmax", help="(e): the task the engine runs")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.engine_only:
+        engine_only(args)
+        return
     out: dict = {"terminal": f"{SIZE[0]}x{SIZE[1]}", "idle_s": args.idle_s}
     console = Console()
     with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp_name:
@@ -392,6 +540,34 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     console.print(f"wrote {RESULTS}")
+
+
+def engine_only(args: argparse.Namespace) -> None:
+    out: dict = {"terminal": f"{SIZE[0]}x{SIZE[1]}"}
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp_name:
+        console.print("a real engine on the CPU, the cockpit attached…")
+        bench_engine_attached(Path(tmp_name), args.engine_s or 10.0, out, args.engine_task)
+    table = Table(title=f"attached cockpit while an engine runs, {out['terminal']} pty")
+    for col in ("window", "cockpit CPU", "engine CPU", "events/s", "terminal KB/s"):
+        table.add_column(col)
+    for name, w in out["engine"]["windows"].items():
+        if "skipped" in w:
+            table.add_row(name, w["skipped"], "", "", "")
+            continue
+        table.add_row(
+            name,
+            f"{w['cpu_pct']:.1f}% of a core",
+            f"{w['engine_cpu_pct']:.0f}%",
+            f"{w['events_per_s']:.1f}",
+            f"{w['bytes_per_s'] / 1024:.1f}",
+        )
+    console.print(table)
+    out["machine"] = machine()
+    out["command"] = "python bench/bench_tui.py " + " ".join(sys.argv[1:])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    console.print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

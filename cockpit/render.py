@@ -148,6 +148,11 @@ def print_result(r: dict[str, Any], console: Console) -> None:
     for name, s in (r.get("speedups") or {}).items():
         line.append(f"   {s:.2f}× vs {name}")
     console.print(line)
+    if r.get("timing") == "end_to_end":
+        console.print(
+            "  timed end to end: each call's wall time to the device synchronize after it "
+            "(host and GPU), as a user's loop sees it"
+        )
     if r.get("tier") in ("screened", "promoted"):
         why = (r.get("promotion") or {}).get("why", "")
         console.print(f"  {r['tier']}{': ' + why if why else ''}")

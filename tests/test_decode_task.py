@@ -549,3 +549,19 @@ def test_the_judge_rejects_a_stale_kv_row_and_a_cache_write(tmp_path, source, st
         res.reasons[0].kind == kind
         and res.reasons[0].shape == TASK.shape_set("cpu", "public")[0].describe()
     )
+
+
+def test_the_verdict_says_decode_is_timed_end_to_end_and_the_judges_clock_agrees(eager_result):
+    """decode's task.toml says `timing = "end_to_end"`: the verdict records it, and the judge's
+    clock (bursts read against null bursts) still bounds every benchmark shape's median."""
+    r = eager_result
+    assert r["timing"] == "end_to_end"
+    bench = [s for s in r["shapes"] if s["set"] == "benchmark"]
+    assert bench
+    for s in bench:
+        t = s["timing"]
+        assert t["judge_us"] is not None and t["judge_k"] >= 1
+        assert 0 < t["judge_ratio"] < 4.0  # judge_clock.FACTOR on the CPU
+    buf = io.StringIO()
+    print_result(r, Console(file=buf, width=160))
+    assert "timed end to end" in buf.getvalue()

@@ -382,8 +382,10 @@ class HeadlessPrinter:
         elif kind == "budget_changed":
             self.progress.update(self.task, total=info.get("budget"))
         elif kind == "best_changed":
+            from cockpit.store.figures import labelled
+
             self.progress.console.print(
-                f"[green]★ new best on {b}: {c} {fmt_us(info.get('score_us'))} "
+                f"[green]★ new best on {b}: {c} {labelled(fmt_us(info.get('score_us')), info)} "
                 f"({escape(str(info.get('why', '')))})[/green]"
             )
             self.progress.update(self.task, description=f"best {fmt_us(info.get('score_us'))}")
@@ -565,6 +567,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                         "pid": i.engine_pid,
                         "candidates": i.candidates,
                         "best_us": i.best_us,
+                        "best_label": i.best_label,
                     }
                     for i in infos
                 ]
@@ -576,7 +579,12 @@ def cmd_ls(args: argparse.Namespace) -> int:
         t.add_column(col)
     for i in infos:
         t.add_row(
-            i.name, i.task or "", i.device or "", i.state, str(i.candidates), fmt_us(i.best_us)
+            i.name,
+            i.task or "",
+            i.device or "",
+            i.state,
+            str(i.candidates),
+            f"{fmt_us(i.best_us)} {i.best_label}".rstrip(),
         )
     out_console().print(t)
     return 0
@@ -634,7 +642,7 @@ def spend_of(rec: Any, meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def status_dict(folder: Path) -> dict[str, Any]:
-    from cockpit.store import SessionRecord, engine_pid
+    from cockpit.store import SessionRecord, engine_pid, figures
     from cockpit.store.sessions import effective_state
     from cockpit.store.states import branch_reason, branch_state, end_reason, evaluations
 
@@ -646,8 +654,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
         spend = spend_of(rec, meta)
     evaluated = evaluations(cands)
     state = effective_state(meta.get("state"), pid is not None)
-    ok = [c for c in cands if c.rankable]
-    best = min(ok, key=lambda c: c.score_us) if ok else None
+    by_id = {c.id: c for c in cands}
     return {
         "session": folder.name,
         "path": str(folder),
@@ -677,20 +684,13 @@ def status_dict(folder: Path) -> dict[str, Any]:
                 "model": b.model,
                 "best_candidate": b.best_candidate,
                 "best_us": b.best_us,
+                "best_label": figures.tag(by_id.get(b.best_candidate or "")),
                 "plateaus": b.info.get("plateaus", 0),
                 "reason": branch_reason(b.state, b.info.get("state_reason"), state),
             }
             for b in branches
         ],
-        "best": {
-            "candidate": best.id,
-            "branch": best.branch,
-            "family": best.family,
-            "score_us": best.score_us,
-            "geomean_us": best.geomean_us,
-        }
-        if best
-        else None,
+        "best": figures.best_dict(figures.best(cands)),
         "candidate_list": [
             {
                 "id": c.id,
@@ -731,7 +731,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"[bold]{d['session']}[/bold]  task {d['task']} · {d['device']} · [bold]{d['state']}[/bold]"
         f"{' (' + escape(d['reason']) + ')' if d.get('reason') else ''}"
         f"{' pid ' + str(d['pid']) if d['pid'] else ''} · {d['evaluations']}/{d['budget']} evaluations"
-        f" · best {fmt_us(best['score_us']) + ' (' + best['candidate'] + ')' if best else '-'}"
+        f" · best {_best_text(best, fmt_us)}"
     )
     sp = d["spend"]
     if sp["calls"] or sp["requests"]:
@@ -761,13 +761,21 @@ def cmd_status(args: argparse.Namespace) -> int:
             b["id"],
             Text(b["family"] or ""),
             b["state"] or "",
-            fmt_us(b["best_us"]),
+            f"{fmt_us(b['best_us'])} {b['best_label']}".rstrip(),
             b["best_candidate"] or "",
             str(b["plateaus"]),
             Text(b["reason"] or ""),
         )
     con.print(t)
     return 0
+
+
+def _best_text(best: dict[str, Any] | None, fmt_us: Any) -> str:
+    """`9.55 µs (c0002)`, with `n/c` after the time when it is not comparable."""
+    if not best:
+        return "-"
+    label = f" {best['label']}" if best.get("label") else ""
+    return f"{fmt_us(best['score_us'])}{label} ({best['candidate']})"
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

@@ -56,6 +56,8 @@ def finish(
                     "score_us": winner[1].get("score_us"),
                     "previous_us": (b.best_result or {}).get("score_us"),
                     "previous_candidate": b.best_id,
+                    # a time the views must label: figures.tag reads it from this payload
+                    "comparable": winner[1].get("comparable", True),
                     "why": verdict.reason,
                     **extra,
                 },

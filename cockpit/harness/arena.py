@@ -352,6 +352,10 @@ class Arena:
         self.burst_outs: list[list[torch.Tensor]] = []  # the last burst's outputs, until revealed
         self.null_pool: list[list[torch.Tensor]] = []  # a null burst's inputs and outputs
         self.null_outs: list[torch.Tensor] = []
+        # the task's timing for the op in progress (`time`, `compare`): end_to_end times each
+        # call by its wall time to the device synchronize after it, with no hold before it
+        self.end_to_end = False
+        self.gpu: list[float] = []  # end-to-end: each timed call's GPU time (events), this op
 
     # --- set-up ---------------------------------------------------------------------------------
     def setup(self) -> dict[str, Any]:
@@ -617,10 +621,12 @@ class Arena:
             k += 1
             if (_now_us() - t_start) / 1e6 > pol["max_wall_s"]:
                 break
-        if self.hold is not None:
+        self.end_to_end = msg.get("timing") == "end_to_end"
+        if self.hold is not None and not self.end_to_end:
             self.hold.recalibrate()  # at the clocks this shape's calls run at
-        flush_us = self._flush_cost() if self.cuda else 0.0
+        flush_us = self._flush_cost() if self.cuda and not self.end_to_end else 0.0
         self.late = 0
+        self.gpu = []
         self.seen = []
         t_loop = _perf_ns()
         samples, host, checked, integrity_notes = [], [], [], []
@@ -673,11 +679,14 @@ class Arena:
             "host": host,
             "submit": submit,
             "late": self.late,
-            "slack_us": statistics.median(self.seen) if self.seen else self.slack_us,
+            "slack_us": 0.0
+            if self.end_to_end
+            else (statistics.median(self.seen) if self.seen else self.slack_us),
             "slacks": list(self.seen) if self.hold is not None else [],
             "checked": checked,
             "stop": stop,
             "flush_us": flush_us,
+            "gpu": list(self.gpu),
             "integrity": integrity_notes,
             "ops": sorted(ops),
             "audits": audits,
@@ -759,6 +768,9 @@ class Arena:
         if not self.cuda:
             us, out = self._cpu_timed(self.kernel, inp)
             return us, us, us, self._outputs(out)
+        if self.end_to_end:
+            wall, sub, out = self._wall_timed(self.kernel, inp)
+            return wall, wall, sub, self._outputs(out)
         ev, hs, sub, out = self._gpu_timed(self.kernel, inp)
         return ev, hs, sub, self._outputs(out)
 
@@ -806,6 +818,35 @@ class Arena:
             (h_ret - h0) / 1000.0,
             out,
         )
+
+    def _wall_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, float, Any]:
+        """One end-to-end call of `fn` on the GPU: (wall us, submit us, what it returned). L2 is
+        flushed and the device idle before the clock starts; the clock runs from the call to the
+        device-wide synchronize after it (every stream, so side streams are inside it), as a
+        user's loop waiting for each step sees it. No hold: the host's launches are the point.
+        The call's GPU time (events) is kept in `self.gpu`, for the record only."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(self.device)
+        if self.cudart is not None:
+            self.cudart.cudaCtxResetPersistingL2Cache()
+        self.flush.fill_(float(len(inp)))
+        start.record()
+        torch.cuda.synchronize(self.device)  # the flush is done: nothing of it in the clock
+        _fence(start)
+        h0 = _perf_ns()
+        try:
+            out = fn(*inp)
+        except BaseException as exc:  # noqa: BLE001
+            raise CallFailed(*_classify(exc)) from None
+        finally:
+            _FENCE[0] = None
+        h_ret = _perf_ns()
+        end.record()
+        torch.cuda.synchronize(self.device)
+        h1 = _perf_ns()
+        self.gpu.append(start.elapsed_time(end) * 1000.0)
+        return (h1 - h0) / 1000.0, (h_ret - h0) / 1000.0, out
 
     def _before_timed(self, fill: float) -> torch.cuda.Event:
         """What the GPU does between the synchronize and a timed call's start event: drop any
@@ -1032,6 +1073,8 @@ class Arena:
         """One timed call of `fn` (A's or B's kernel), as `_timed_call` times A."""
         if not self.cuda:
             return self._cpu_timed(fn, inp)[0]
+        if self.end_to_end:
+            return self._wall_timed(fn, inp)[0]
         return self._gpu_timed(fn, inp)[0]
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -1044,13 +1087,15 @@ class Arena:
         pol = Policy(**msg["policy"])
         pool = [[self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]]
         rng = random.Random(msg["seed"])
+        self.end_to_end = msg.get("timing") == "end_to_end"
         self.submits.clear()  # one slack for both, following both candidates' host times
         self.seen = []  # per op: a comparison reports no slack lengths, so keep none
+        self.gpu = []
         for _ in range(max(pol.warmup_calls, 1)):
             inp, _ = self._fresh(pool, rng)
             self._timed_with(self.kernel, inp)
             self._timed_with(kernel_b, inp)
-        if self.hold is not None:
+        if self.hold is not None and not self.end_to_end:
             self.hold.recalibrate()
         a: list[float] = []
         b: list[float] = []

@@ -206,6 +206,7 @@ class _Evaluation:
             mode=opts.mode,
             baseline_exempt=exempt,
             report=task.report.to_dict() if task.report else {},
+            timing=task.timing,
             candidate_sha256=hashlib.sha256(source.encode()).hexdigest(),
             shard=f"{opts.shard[0]}/{opts.shard[1]}" if opts.shard else None,
         )
@@ -908,6 +909,7 @@ class _Evaluation:
             # untimed calls under the forbidden-call watch, interleaved at random
             "audit_prob": 0.05,
             "graph": self.device != "cpu",
+            "timing": self.task.timing,
         }
         # the arena stops sampling after max_wall_s, between calls; past that, the call that
         # crossed it, a warm-up, an audit, the graph replays and the checked calls' copies: a
@@ -951,6 +953,8 @@ class _Evaluation:
         if reply.get("slack_us") and samples:  # a GPU slack: count the calls that outran it
             stats.late_pct = 100.0 * int(reply.get("late", 0)) / len(samples)
             stats.slack_median_us = float(reply["slack_us"])
+        if reply.get("gpu"):  # end-to-end: the GPU's share of the wall time, for the record
+            stats.gpu_median_us = statistics.median(reply["gpu"])
         g = reply.get("graph")
         if g and g.get("ok"):
             stats.graph_median_us = statistics.median(g["samples"])
@@ -1359,6 +1363,7 @@ class _Comparison(_Evaluation):
                 reply = self._request(
                     {
                         "op": "compare",
+                        "timing": self.task.timing,
                         "pool": self._pool(ref, shape),
                         "policy": self.policy.__dict__,
                         "seed": secrets.randbits(62),

@@ -89,6 +89,9 @@ class TimingStats:
     late_pct: float | None = None
     # the launch slack's median length on the GPU (its hold follows the host's submit times)
     slack_median_us: float | None = None
+    # end-to-end timing on a GPU: the median GPU time of the calls (CUDA events), beside the
+    # wall time the median is made of; None for kernel timing, where the median is the GPU time
+    gpu_median_us: float | None = None
     stop: str = ""  # which stopping rule ended the loop
     # the judge's own clock over bursts of calls (judge_clock.py): the real time per call it
     # bounds, that over the median, and the calls per burst
@@ -161,6 +164,9 @@ class Result:
     # the task's `[report]` (unit, per_call), e.g. {"unit": "tok/s", "per_call": 1.0}: views show
     # per_call * 1e6 / time next to times; empty for tasks without one (and older records)
     report: dict[str, Any] = field(default_factory=dict)
+    # how the calls were timed (the task's `timing`): "kernel", the GPU time of the call alone
+    # behind a hold; "end_to_end", the wall time of the call to the synchronize after it
+    timing: str = "kernel"
     candidate_sha256: str = ""  # of the text that was scanned and run
     shard: str | None = None  # "k/n" for one part of a sharded evaluation (judge.Options.shard)
     shards: list[dict[str, Any]] = field(default_factory=list)  # a merge's parts (harness.shards)

@@ -62,7 +62,7 @@ def load_part(path: Path) -> dict[str, Any]:
 def _check(parts: list[tuple[str, dict[str, Any]]]) -> int:
     name0, d0 = parts[0]
     for name, d in parts[1:]:
-        for key in ("task", "candidate_sha256", "mode", "device"):
+        for key in ("task", "candidate_sha256", "mode", "device", "timing"):
             if d.get(key) != d0.get(key):
                 raise MergeError(
                     f"{name}: {key} {d.get(key)!r} differs from {name0}'s {d0.get(key)!r}"

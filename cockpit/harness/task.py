@@ -23,6 +23,12 @@ RESERVED_KEYS = {"dtype", "weight", "timed", "label", "hidden", "tier"}
 # The loop's cascade (judge.Options.cascade): every candidate is verified and briefly timed on
 # the `screen` shapes; only one that could become a branch's best goes on to the `promote` ones.
 TIERS = ("screen", "promote")
+# How a task's calls are timed (`timing` in task.toml). kernel: the GPU time of the call alone,
+# its launch kept out of the clock by a hold on every SM (decisions 0016, 0017). end_to_end: the
+# wall time of the call as a user's loop sees it, from the call to the device synchronize after
+# it (host and GPU, no hold): for a whole step such as decode, whose host overhead is the point.
+# On the CPU both are the call's wall time.
+TIMINGS = ("kernel", "end_to_end")
 
 
 class TaskError(ValueError):
@@ -133,6 +139,7 @@ class Task:
     peak: str = ""  # which measured FLOP rate bounds the compute floor: fp32 | tf32 | bf16
     report: Report | None = None  # optional throughput unit (`[report]`), e.g. tokens/s
     limits: Limits = field(default_factory=Limits)
+    timing: str = "kernel"  # one of TIMINGS
 
     @property
     def reference_path(self) -> Path:
@@ -375,6 +382,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], bool]] = {
     "allow_inplace": (_kind_bool, False),
     "contiguous_outputs": (_kind_bool, False),
     "time_limit_s": (_kind_positive, False),
+    "timing": (_kind_str, False),
     "report": (_kind_table, False),
     "limits": (_kind_table, False),
     # named numbers the description and the reference share (`eps`, `rope_theta`); data only
@@ -406,6 +414,11 @@ def _check_fields(data: dict[str, Any], toml_path: Path) -> None:
     for key in ("inputs", "outputs"):
         if not data[key]:
             raise TaskError(f"{toml_path}: field {key!r} must name at least one tensor")
+    if data.get("timing", "kernel") not in TIMINGS:
+        raise TaskError(
+            f"{toml_path}: field 'timing' must be one of {', '.join(TIMINGS)}, "
+            f"not {data['timing']!r}"
+        )
     for k, v in data.get("constants", {}).items():
         if isinstance(v, bool) or not isinstance(v, int | float | str):
             raise TaskError(f"{toml_path}: field 'constants.{k}' must be a number or a string")
@@ -517,6 +530,7 @@ def load_task(spec: str | Path, kernels_dir: Path | None = None) -> Task:
         batch_inputs=list(data.get("batch_inputs", [])),
         baseline_seeds=list(data.get("baseline_seeds", [])),
         peak=roof.get("peak", ""),
+        timing=data.get("timing", "kernel"),
     )
     unknown = sorted(set(task.batch_inputs) - set(task.inputs))
     if unknown:

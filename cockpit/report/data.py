@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit.store import SessionRecord
+from cockpit.store import SessionRecord, figures
 from cockpit.store import events as ev
 from cockpit.store.models import Branch, Candidate
 from cockpit.store.sessions import effective_state
@@ -184,10 +184,12 @@ def pick_best(evaluations: list[Evaluation]) -> str | None:
     """The candidate with the lowest passing score, baselines left out; over comparable times
     when a candidate has one, else over the others (on a CPU the Triton candidates' times are
     the interpreter's while an eager baseline's is not). Earliest wins a tie."""
-    scored = [e for e in evaluations if e.scored and not e.baseline]
-    pool = any(e.comparable for e in scored)
-    ranked = [e for e in scored if e.comparable == pool]
-    return min(ranked, key=lambda e: (e.score_us, e.n)).candidate if ranked else None
+    found = figures.pick(
+        (e for e in evaluations if e.scored and not e.baseline),
+        lambda e: (e.score_us, e.n),
+        lambda e: e.comparable,
+    )
+    return found.candidate if found else None
 
 
 def read_evaluations(rec: SessionRecord) -> list[Evaluation]:

@@ -27,6 +27,7 @@ SUMMARY_KEYS = (
     "speedups",
     "roofline_pct",
     "comparable",
+    "baseline_exempt",
     "wall_s",
     "flags",
     "mode",

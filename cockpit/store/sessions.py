@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.store import events as ev
+from cockpit.store import figures
 from cockpit.store.lock import engine_pid
 from cockpit.store.record import DB_FILE, SessionDamaged, SessionRecord
 
@@ -159,6 +160,7 @@ class SessionInfo:
     best_us: float | None
     best_candidate: str | None
     last_event_t: float | None
+    best_label: str = ""  # figures.tag of the best: "n/c" when no comparable time exists
 
 
 def effective_state(recorded: str | None, engine_running: bool) -> str:
@@ -173,12 +175,9 @@ def read_session_info(folder: str | Path) -> SessionInfo:
     pid = engine_pid(folder)
     with SessionRecord.open_readonly(folder) as record, record.snapshot():
         meta = record.meta()
-        (count,) = record.execute("SELECT count(*) FROM candidates")[0]
-        best = record.execute(
-            "SELECT best_candidate, best_us FROM branches WHERE best_us IS NOT NULL "
-            "ORDER BY best_us LIMIT 1"
-        )
+        candidates = record.candidates()
         (last_t,) = record.execute("SELECT max(t) FROM events")[0]
+    best = figures.best(candidates)
     return SessionInfo(
         name=folder.name,
         path=folder,
@@ -188,10 +187,11 @@ def read_session_info(folder: str | Path) -> SessionInfo:
         recorded_state=meta.get("state"),
         created=meta.get("created"),
         engine_pid=pid,
-        candidates=count,
-        best_us=best[0][1] if best else None,
-        best_candidate=best[0][0] if best else None,
+        candidates=len(candidates),
+        best_us=best.score_us if best else None,
+        best_candidate=best.id if best else None,
         last_event_t=last_t,
+        best_label=figures.tag(best),
     )
 
 

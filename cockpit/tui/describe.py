@@ -7,6 +7,7 @@ theme and a colourless terminal still reads the glyphs.
 from __future__ import annotations
 
 from cockpit.store import events as ev
+from cockpit.store import figures
 from cockpit.store.commands import typed_name
 from cockpit.store.models import Event
 from cockpit.tui.format import fmt_us
@@ -73,12 +74,14 @@ def describe(e: Event) -> tuple[str, str]:
     if k == ev.BEST_CHANGED:
         prev = p.get("previous_us")
         gain = f" (was {fmt_us(prev)})" if prev else ""
-        return f"★ {b} new best {p.get('candidate', c)} {fmt_us(p.get('score_us'))}{gain}", "good"
+        time = figures.labelled(fmt_us(p.get("score_us")), p)
+        return f"★ {b} new best {p.get('candidate', c)} {time}{gain}", "good"
     if k == ev.EVALUATION_FINISHED:
         status = p.get("status", "?")
         if status == "ok":
             tier = " (screened, not promoted)" if p.get("tier") == "screened" else ""
-            return f"{c} {b} ok {fmt_us(p.get('score_us'))}{tier}{on_node(p)}", "info"
+            nc = f" {figures.NC}" if not figures.comparable(p) else ""
+            return f"{c} {b} ok {fmt_us(p.get('score_us'))}{nc}{tier}{on_node(p)}", "info"
         if status == "duplicate":
             return f"{c} {b} duplicate", "muted"
         return f"✗ {c} {b} {status}{on_node(p)}: {first_reason(p)}", "bad"

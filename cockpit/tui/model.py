@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cockpit.store import events as ev
+from cockpit.store import figures
 from cockpit.store.models import Branch, Candidate, Command, Event
 from cockpit.store.states import end_reason, evaluations
 from cockpit.tui.notify import BY_COMMAND
@@ -79,8 +80,7 @@ class SessionModel:
 
     @property
     def best(self) -> Candidate | None:
-        ok = [c for c in self.candidates if c.rankable]
-        return min(ok, key=lambda c: c.score_us) if ok else None
+        return figures.best(self.candidates)
 
     @property
     def paused_all(self) -> bool:
@@ -102,11 +102,15 @@ class SessionModel:
         return [b.id for b in self.branches if branch_outage(b)]
 
     def history(self) -> tuple[list[str], list[StepSeries]]:
-        """Best-so-far per branch from the best_changed events: (branch ids, series)."""
+        """Best-so-far per branch from the best_changed events: (branch ids, series). A
+        baseline's time is the plot's reference line (`reference`), not a series."""
         points: dict[str, list[tuple[float, float]]] = {b.id: [] for b in self.branches}
         ended: dict[str, float] = {}
         for e in self.milestones:
             if e.kind == ev.BEST_CHANGED and e.branch and e.payload.get("score_us"):
+                c = self.candidate(e.payload.get("candidate", e.candidate))
+                if c is not None and figures.is_baseline(c):
+                    continue
                 points.setdefault(e.branch, []).append((e.t, float(e.payload["score_us"])))
             elif e.kind == ev.BRANCH_STATE and e.branch:
                 if e.payload.get("state") == RETIRED:
@@ -115,6 +119,14 @@ class SessionModel:
                     ended.pop(e.branch, None)
         ids = [b for b in points if points[b]]
         return ids, [StepSeries(tuple(points[b]), ended.get(b)) for b in ids]
+
+    def reference(self) -> Candidate | None:
+        return figures.reference(self.candidates)
+
+    def history_comparable(self) -> bool:
+        """Whether the plotted times are comparable ones (the best's pool: figures.best)."""
+        b = self.best
+        return b is None or figures.comparable(b.summary)
 
     def marks(self) -> list[tuple[float, str]]:
         """Human actions (▲) and family switches / forks (◆) on the time axis."""

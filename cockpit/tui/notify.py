@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cockpit.store import events as ev
+from cockpit.store import figures
 from cockpit.store.models import Event
 from cockpit.tui.format import fmt_us
 
@@ -72,7 +73,8 @@ def self_paused(e: Event) -> bool:
 def _notice(e: Event) -> Notice | None:
     p, b = e.payload, e.branch or "?"
     if e.kind == ev.BEST_CHANGED:
-        text = f"★ new best on {b}: {p.get('candidate', e.candidate)} {fmt_us(p.get('score_us'))}"
+        time = figures.labelled(fmt_us(p.get("score_us")), p)
+        text = f"★ new best on {b}: {p.get('candidate', e.candidate)} {time}"
         return Notice("best", text, "information", True, e)
     if e.kind == ev.PLATEAU_DETECTED:
         return Notice("plateau", f"≈ {b} reached a plateau", "warning", True, e)

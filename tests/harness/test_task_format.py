@@ -148,3 +148,16 @@ def test_find_task_refuses_a_folder_without_task_toml(tmp_path):
         find_task(tmp_path)
     with pytest.raises(TaskError, match="unknown task"):
         find_task("no-such-task-name", KERNELS)
+
+
+@pytest.mark.parametrize("value", ['"wall"', '"end-to-end"', "1"])
+def test_a_bad_timing_is_a_one_line_error_naming_the_field(tmp_path, value):
+    msg = _error(_broken_task(tmp_path, _replace('inputs = ["x"]', f'timing = {value}\ninputs = ["x"]')))
+    assert "task.toml" in msg and "'timing'" in msg
+
+
+def test_timing_defaults_to_kernel_and_decode_is_timed_end_to_end(tmp_path):
+    assert load_task(SOFTMAX).timing == "kernel"
+    assert load_task("decode").timing == "end_to_end"
+    root = _broken_task(tmp_path, _replace('inputs = ["x"]', 'timing = "end_to_end"\ninputs = ["x"]'))
+    assert load_task(root).timing == "end_to_end"

@@ -46,7 +46,12 @@ from cockpit.tui.widgets.beam_panel import BeamPanel
 from cockpit.tui.widgets.candidate_detail import CandidateDetail
 from cockpit.tui.widgets.event_log import EventLog
 from cockpit.tui.widgets.gpu_panel import GpuPanel
-from cockpit.tui.widgets.history_plot import HistoryData, HistoryPlot, quantize_end
+from cockpit.tui.widgets.history_plot import (
+    HistoryData,
+    HistoryPlot,
+    quantize_end,
+    reference_line,
+)
 from cockpit.tui.widgets.session_bar import SessionBar, bar_content
 
 STEERING = {"toggle_branch", "toggle_all", "fork", "redirect", "retire", "set_model", "stop_engine"}
@@ -128,6 +133,12 @@ class MainScreen(Screen[None]):
         # the "waiting for the engine" toast of each command sent from here, until its answer
         self._waiting: dict[int, Notification] = {}
         self._said_crash = False
+        # snapshots that arrived while another screen (a dialog, the details) covered this one:
+        # drawn when it is on top again. Drawing under a dialog repaints the whole terminal
+        # (the dialog's backdrop is translucent): 10-16% of a core against 5% with no dialog,
+        # bench/results/cpu-2026-12-06-tui
+        self._covered: list = []  # (reset, events) of each snapshot not drawn yet
+        self._covered_snap = None  # the latest of them: the panels' whole state
         self._detail_open: str | None = None
         self._tick_t = time.monotonic()
         self.filter = NO_FILTER
@@ -185,24 +196,12 @@ class MainScreen(Screen[None]):
         self.loaded = True
         before = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
         acked = self.model.apply(snap)
-        live = self.model.engine_active and self.source.player is None
-        self.query_one(BeamPanel).show(
-            snap.branches, snap.candidates, self.model.spend, live, self.model.meta.get("state")
-        )
-        self.query_one(GpuPanel).show(snap.telemetry)
-        log = self.query_one(EventLog)
-        if snap.reset:
-            log.reset(snap.events)
-            self._said_crash = False
-        else:
-            log.add(snap.events)
-        # an engine that died without a word left no event: the log says it once
-        unrecorded_crash = "recorded_state" in self.model.meta
-        if unrecorded_crash and not self._said_crash:
-            log.say(f"✗ {self.model.ended}", "$error")
-        self._said_crash = unrecorded_crash
-        self._draw_history()
-        self._draw_bar()
+        if snap.reset:  # a reset replaces the log: what came before it need not be drawn
+            self._covered.clear()
+        self._covered.append((snap.reset, snap.events))
+        self._covered_snap = snap
+        if first or self.is_active:
+            self._draw_covered()
         for c in acked:
             ok = c.state == "acked"
             what = command_target(c.kind, c.args)
@@ -224,6 +223,47 @@ class MainScreen(Screen[None]):
         after = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
         if first or any(a is not b and a != b for a, b in zip(before, after)):
             self.refresh_bindings()
+
+    def _draw_covered(self) -> None:
+        """Draw the snapshots applied since the last draw: the log gets every one's events, the
+        panels only the latest (each snapshot holds their whole state)."""
+        snap, self._covered_snap = self._covered_snap, None
+        parts, self._covered = self._covered, []
+        if snap is None:
+            return
+        live = self.model.engine_active and self.source.player is None
+        self.query_one(BeamPanel).show(
+            snap.branches, snap.candidates, self.model.spend, live, self.model.meta.get("state")
+        )
+        self.query_one(GpuPanel).show(snap.telemetry)
+        log = self.query_one(EventLog)
+        for reset, events in parts:
+            if reset:
+                log.reset(events)
+                self._said_crash = False
+            else:
+                log.add(events)
+        # an engine that died without a word left no event: the log says it once
+        unrecorded_crash = "recorded_state" in self.model.meta
+        if unrecorded_crash and not self._said_crash:
+            log.say(f"✗ {self.model.ended}", "$error")
+        self._said_crash = unrecorded_crash
+        self._draw_history()
+        self._draw_bar()
+
+    def on_screen_resume(self) -> None:
+        self._draw_covered()
+
+    def _compositor_refresh(self) -> None:
+        """Textual (8.2.8) hands a background screen's dirty regions to the dialog on top and
+        marks the background for another repaint, which dirties it again: under an open
+        dialog the whole terminal was repainted twice a second for as long as it stayed open
+        (4% of a core and 57 KB/s with nothing changing, bench/results/cpu-2026-12-06-tui).
+        Once the regions are handed over there is nothing left to repaint here: nothing is
+        drawn on this screen while it is covered (`_draw_covered`)."""
+        super()._compositor_refresh()
+        if self is not self.app.screen:
+            self._repaint_required = False
 
     # --- notifications ----------------------------------------------------------------------
 
@@ -265,6 +305,7 @@ class MainScreen(Screen[None]):
             t0,
             max(t1, t0 + 1),
             live=m.clock is None,
+            **reference_line(m),
         )
 
     def _draw_bar(self) -> None:

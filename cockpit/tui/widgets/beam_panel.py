@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
+from cockpit.store import figures
 from cockpit.store.models import Branch, Candidate
 from cockpit.store.states import branch_state
 from cockpit.tui.describe import STATE_GLYPH, STATE_STYLE, branch_style, verdict_style
@@ -115,10 +116,13 @@ def reference_candidate(candidates: tuple[Candidate, ...]) -> Candidate | None:
 
 def times_ref(c: Candidate | None, ref: Candidate | None) -> str:
     """The ×ref cell: the harness's speedup over the stored reference where `cockpit baseline`
-    measured one, else the speedup over the session's baseline candidate. Empty for a time that
-    is not comparable with the baseline's (the Triton interpreter on a CPU)."""
+    measured one, else the speedup over the session's baseline candidate. `n/c` for a time that
+    is not comparable (the Triton interpreter on a CPU): the label the score column has no room
+    for."""
     if c is None:
         return ""
+    if c.status == "ok" and c.score_us and not figures.comparable(c.summary):
+        return figures.NC
     stored = fmt_speedup(c.summary.get("speedups"))
     if stored or ref is None or c.status != "ok" or not c.score_us or not ref.score_us:
         return stored

@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from cockpit.store import figures
 from cockpit.tui.describe import branch_style
 from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us
 from cockpit.tui.plot import LogScale, StepSeries, marker_row, plot_steps
@@ -33,6 +34,26 @@ class HistoryData:
     t0: float
     t1: float
     live: bool = True
+    # the session's baseline time: a dotted line across the plot when it is comparable with the
+    # plotted times (`reference_drawn`), else only named in the legend, as not comparable
+    reference_us: float | None = None
+    reference_drawn: bool = False
+    comparable: bool = True  # False: the plotted times are not comparable ones (legend: n/c)
+
+
+# the dotted reference line's owner in the canvas (branches are 0, 1, ...)
+REFERENCE = -1
+
+
+def reference_line(model) -> dict:
+    """HistoryData's reference fields for a SessionModel: its baseline time, and whether that
+    time may be drawn among the series (both comparable, or both not)."""
+    pool = model.history_comparable()
+    ref = model.reference()
+    if ref is None or not ref.score_us:
+        return {"comparable": pool}
+    drawn = figures.comparable(ref.summary) == pool
+    return {"reference_us": ref.score_us, "reference_drawn": drawn, "comparable": pool}
 
 
 def quantize_end(t0: float, t1: float, steps: int = 200) -> float:
@@ -73,15 +94,26 @@ class HistoryPlot(Widget, can_focus=True):
         plot_w = max(1, width - label_w)
         plot_h = max(1, height - 3)
         values = [v for s in d.series for _, v in s.points]
+        if d.reference_drawn and d.reference_us:
+            values.append(d.reference_us)
         scale = LogScale.around(values)
         canvas = plot_steps(d.series, plot_w, plot_h, d.t0, d.t1, scale)
+        if d.reference_drawn and d.reference_us:
+            y = round(scale.frac(d.reference_us) * (canvas.dots_y - 1))
+            for x in range(0, canvas.dots_x, 3):  # dotted: every third dot
+                canvas.set(x, y, REFERENCE)
         for y, row in enumerate(canvas.rows()):
             label = fmt_us(scale.hi) if y == 0 else fmt_us(scale.lo) if y == plot_h - 1 else ""
             parts: list[tuple[str, str] | str] = []
             if label_w:
                 parts.append((f"{label:>{label_w - 1}} ", "$text-muted"))
             for char, owner in row:
-                parts.append((char, branch_style(d.colours[owner])) if owner is not None else char)
+                if owner == REFERENCE:
+                    parts.append((char, "$text-muted"))
+                else:
+                    parts.append(
+                        (char, branch_style(d.colours[owner])) if owner is not None else char
+                    )
             lines.append(Content.assemble(*parts))
         if height >= 4:
             marks = marker_row(d.marks, plot_w, d.t0, d.t1)
@@ -97,7 +129,14 @@ class HistoryPlot(Widget, can_focus=True):
 
     def _legend(self, d: HistoryData, width: int) -> Content:
         parts: list[tuple[str, str] | str] = []
+        if not d.comparable:
+            parts += [(f"{figures.NC}:", "$warning"), " "]
         for bid, colour, s in zip(d.branch_ids, d.colours, d.series):
             parts.append((f"■ {bid} {fmt_us(s.points[-1][1])}", branch_style(colour)))
             parts.append("  ")
+        if d.reference_us:
+            if d.reference_drawn:
+                parts.append((f"┄ ref {fmt_us(d.reference_us)}", "$text-muted"))
+            else:  # not on the same footing as the plotted times: named, never drawn among them
+                parts.append((f"ref {fmt_us(d.reference_us)} {figures.NC}", "$text-muted"))
         return Content.assemble(*parts).truncate(width)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from cockpit.store import figures
 from cockpit.tui.format import fmt_ago, fmt_clock, fmt_us, fmt_when
 from cockpit.tui.model import SessionModel
 from cockpit.tui.spend import fmt_tokens, fmt_usd
@@ -46,6 +47,8 @@ def bar_content(
         " · best ",
         (f"{fmt_us(best.score_us)} {best.id}" if best else "–", "$success" if best else ""),
     ]
+    if figures.tag(best):  # n/c: no comparable time in the session, this one is not either
+        parts += [" ", (figures.tag(best), "$warning")]
     spend = model.spend
     if spend.any:
         tokens = f" {fmt_tokens(spend.tokens)} tok" if spend.tokens else ""
