@@ -7,38 +7,11 @@ algorithm family a stalled branch should move to.
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import io
 import math
-import tokenize
 from dataclasses import dataclass
 from typing import Any
 
 MIN_GAIN = 0.03  # the protocol: smaller claimed gains are noise on an H200 (~2% run to run)
-
-
-def source_hash(source: str) -> str:
-    """Hash of the code with comments, docstring-free formatting and whitespace normalized, so a
-    proposal that only re-words comments is recognised as a duplicate and not re-evaluated."""
-    try:
-        text = ast.unparse(ast.parse(source))
-    except SyntaxError:
-        toks = []
-        try:
-            for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-                if tok.type not in (
-                    tokenize.COMMENT,
-                    tokenize.NL,
-                    tokenize.NEWLINE,
-                    tokenize.INDENT,
-                    tokenize.DEDENT,
-                ):
-                    toks.append(tok.string)
-        except (tokenize.TokenError, IndentationError, SyntaxError):
-            toks = source.split()
-        text = " ".join(toks)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,12 @@ from typing import Any
 
 from cockpit.agents.base import Proposal, Proposer
 from cockpit.engine import commands, proposals, resume, spend, verdicts
-from cockpit.engine.beam import source_hash
 from cockpit.engine.config import EngineConfig
 from cockpit.engine.proposals import WAIT_SHOWN_S, Job
 from cockpit.engine.seeds import load_seeds, read_family
 from cockpit.engine.state import BranchState, EngineState, Seed, fold, fold_events, snapshot
 from cockpit.harness.task import TaskError
+from cockpit.hashing import source_hash
 from cockpit.store import Event, SessionRecord, events
 from cockpit.store.sessions import REPO_DIR
 
