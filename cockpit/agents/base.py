@@ -75,7 +75,7 @@ class Proposal:
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cost_usd (LLM proposers)
     source_hash: str | None = (
-        None  # beam.source_hash(source), when the proposer computed it already
+        None  # hashing.source_hash(source), when the proposer computed it already
     )
     # best-of-n: the other usable choices of the same step, each verified and timed as a candidate
     # of its own; the step's usage is carried by this (the first) proposal only

@@ -36,6 +36,7 @@ from cockpit.agents.keys import has_key, provider_of, scrub
 from cockpit.agents.profiles import LLM_FIELDS, LLMSettings, Profile, ProfileError, load_profile
 from cockpit.agents.prompt import build_messages, repair_messages
 from cockpit.agents.replies import ParsedReply, ReplyError, parse_reply
+from cockpit.hashing import source_hash
 
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 RETRY_STATUS = {408, 409, 425, 429}
@@ -342,8 +343,6 @@ class LLMProposer:
         """The reply's file and its source hash; the same code as a candidate already evaluated
         counts as unusable (it would be recorded as a duplicate and never run), so it gets the
         repair prompt too. The hash goes along with the proposal (the engine needs it too)."""
-        from cockpit.engine.beam import source_hash
-
         parsed = parse_reply(text, req.parent_source, max_chars=s.max_reply_chars)
         h = source_hash(parsed.source)
         if h in req.tried_hashes:

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from cockpit.agents.base import Proposal, ProposalError, ProposalRequest
+from cockpit.hashing import source_hash
 
 
 def read_tunables(source: str) -> tuple[dict[str, list[Any]], dict[str, Any]]:
@@ -68,7 +69,6 @@ class Tuner:
                 f"{request.family}: the candidate declares no TUNABLES", exhausted=True
             )
         rng = random.Random(request.seed)
-        from cockpit.engine.beam import source_hash
 
         moves: list[tuple[str, Any]] = []
         for name, opts in choices.items():

@@ -7,38 +7,13 @@ algorithm family a stalled branch should move to.
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import io
 import math
-import tokenize
 from dataclasses import dataclass
 from typing import Any
 
+from cockpit.result_view import ResultView
+
 MIN_GAIN = 0.03  # the protocol: smaller claimed gains are noise on an H200 (~2% run to run)
-
-
-def source_hash(source: str) -> str:
-    """Hash of the code with comments, docstring-free formatting and whitespace normalized, so a
-    proposal that only re-words comments is recognised as a duplicate and not re-evaluated."""
-    try:
-        text = ast.unparse(ast.parse(source))
-    except SyntaxError:
-        toks = []
-        try:
-            for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-                if tok.type not in (
-                    tokenize.COMMENT,
-                    tokenize.NL,
-                    tokenize.NEWLINE,
-                    tokenize.INDENT,
-                    tokenize.DEDENT,
-                ):
-                    toks.append(tok.string)
-        except (tokenize.TokenError, IndentationError, SyntaxError):
-            toks = source.split()
-        text = " ".join(toks)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -76,16 +51,17 @@ def significantly_better(
     ratio and interval come from it: that is the protocol's measurement. Without it (CPU runs,
     or a comparison that failed) they come from the two results' per-shape SEMs, which cannot
     see a whole process running slow."""
-    if new.get("status") != "ok" or not new.get("score_us"):
+    mine, theirs = ResultView.from_dict(new), ResultView.from_dict(incumbent)
+    if not mine.passing:
         return Verdict(False, 0.0, 0.0, 0.0, "not a passing candidate")
-    if new.get("tier") == "screened":  # only a promoted (fully checked) candidate can win
+    if mine.screened:  # only a promoted (fully checked) candidate can win
         return Verdict(False, 0.0, 0.0, 0.0, "screened only: not promoted")
-    if not incumbent or incumbent.get("status") != "ok" or not incumbent.get("score_us"):
+    if not theirs.passing:
         return Verdict(True, math.inf, math.inf, math.inf, "first passing candidate")
     if ab and ab.get("ok") and ab.get("ratio"):
         ratio, lo, hi = float(ab["ratio"]), float(ab["ci_low"]), float(ab["ci_high"])
         return _decide(ratio, lo, hi, min_gain, "A/B ")
-    ratio = incumbent["score_us"] / new["score_us"]
+    ratio = theirs.score_us / mine.score_us
     sd = math.sqrt(_log_score_var(new) + _log_score_var(incumbent))
     return _decide(ratio, ratio * math.exp(-1.96 * sd), ratio * math.exp(1.96 * sd), min_gain, "")
 

@@ -42,12 +42,13 @@ from typing import Any
 
 from cockpit.agents.base import Proposal, Proposer
 from cockpit.engine import commands, proposals, resume, spend, verdicts
-from cockpit.engine.beam import source_hash
 from cockpit.engine.config import EngineConfig
 from cockpit.engine.proposals import WAIT_SHOWN_S, Job
 from cockpit.engine.seeds import load_seeds, read_family
 from cockpit.engine.state import BranchState, EngineState, Seed, fold, fold_events, snapshot
 from cockpit.harness.task import TaskError
+from cockpit.hashing import source_hash
+from cockpit.result_view import ResultView
 from cockpit.store import Event, SessionRecord, events
 from cockpit.store.sessions import REPO_DIR
 
@@ -429,12 +430,13 @@ class Engine:
                 started["gpu"] = devs[slot]  # the worker's CUDA_VISIBLE_DEVICES: which GPU ran it
             self._emit(events.EVALUATION_STARTED, started, branch=b.id, candidate=r.cid)
             incumbent = None
-            if b.best_id and (b.best_result or {}).get("score_us"):
+            best = ResultView.from_dict(b.best_result)
+            if b.best_id and best.score_us:
                 # the cascade screens against its result; the A/B times against its source
                 src = self.state.sources.get(b.best_id) if self.cfg.ab_enabled else None
                 incumbent = {
                     "id": b.best_id,
-                    "score_us": b.best_result["score_us"],
+                    "score_us": best.score_us,
                     "result": b.best_result,
                     **({"source": src} if src is not None else {}),
                 }

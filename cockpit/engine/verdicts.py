@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.agents.base import Proposal
 from cockpit.engine.beam import next_family, plateaued, significantly_better
 from cockpit.engine.state import BranchState
+from cockpit.result_view import ResultView
 from cockpit.store import events
 
 if TYPE_CHECKING:
@@ -40,9 +41,11 @@ def finish(
             decide = [(m, eng.state.results[m]) for m in g.done] + [(cid, result)]
     winner, verdict = None, None
     if decide is not None:
-        ok = [m for m in decide if m[1].get("status") == "ok" and m[1].get("score_us")]
+        ok = [m for m in decide if ResultView.from_dict(m[1]).passing]
         decide = sorted(decide, key=lambda m: m[0])
-        pick = min(ok, key=lambda m: (m[1]["score_us"], m[0])) if ok else decide[-1]
+        pick = (
+            min(ok, key=lambda m: (ResultView.from_dict(m[1]).score_us, m[0])) if ok else decide[-1]
+        )
         verdict = significantly_better(pick[1], b.best_result, ab=pick[1].get("ab"))
         winner = pick if verdict.better else None
     with eng._tx():

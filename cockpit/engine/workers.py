@@ -17,6 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from cockpit.harness import DEFAULT_EXCHANGE
+from cockpit.result_view import ResultView
 
 
 def _init_worker(visible: str | None, engine_pid: int | None = None) -> None:
@@ -66,15 +67,15 @@ def _evaluate(
         incumbent=(incumbent or {}).get("result"),
     )
     result = evaluate(task, name, opts, source=source).to_dict()
-    score = result.get("score_us")
+    view = ResultView.from_dict(result)
+    best_us = (incumbent or {}).get("score_us")
     if (
         incumbent
         and incumbent.get("source")
-        and result.get("status") == "ok"
-        and result.get("tier") != "screened"
-        and score
-        and incumbent.get("score_us")
-        and score <= incumbent["score_us"]
+        and view.passing
+        and not view.screened
+        and best_us
+        and view.score_us <= best_us
     ):
         try:
             ab = compare(task, source, incumbent["source"], opts)

@@ -26,13 +26,38 @@ import traceback
 from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy  # noqa: F401  (the Triton interpreter needs it; import before the sandbox)
 import torch
 
 from cockpit.harness import integrity, sandbox, wire
 from cockpit.harness.timing import LAUNCH_SLACK_US, Policy, should_stop
+
+if TYPE_CHECKING:  # the messages' types only: the arena imports no more modules for them
+    from cockpit.harness.protocol import (
+        ArenaConfig,
+        Burst,
+        BurstRequest,
+        BurstRevealRequest,
+        Compared,
+        CompareRequest,
+        Failure,
+        LoadBRequest,
+        Loaded,
+        LoadedB,
+        LoadReply,
+        NullBurstRequest,
+        Profiled,
+        ProfileRequest,
+        Reply,
+        Request,
+        Revealed,
+        Timed,
+        TimeRequest,
+        Verified,
+        VerifyRequest,
+    )
 
 _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for every host time
 
@@ -213,7 +238,7 @@ def _trim_tb(exc: BaseException) -> str:
     return f"{msg} ({where})" if where else msg
 
 
-def _import_candidate(name: str, path: Path) -> tuple[Any, dict[str, Any] | None]:
+def _import_candidate(name: str, path: Path) -> tuple[Any, Failure | None]:
     """Import a candidate file as module `name`: (module, None), or (None, the verdict) when it
     does not import or defines no callable `kernel`."""
     try:
@@ -311,7 +336,7 @@ def _count_dynamo(beacon: wire.Beacon, registered: list[bool]) -> None:
 
 
 class Arena:
-    def __init__(self, conn: Connection, cfg: dict[str, Any]) -> None:
+    def __init__(self, conn: Connection, cfg: ArenaConfig) -> None:
         self.conn = conn
         self.cfg = cfg
         self.device = torch.device(cfg["device"])
@@ -443,7 +468,7 @@ class Arena:
             )
         return out
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> Loaded | Failure:  # `protections` is added by main()
         me = sys.modules[__name__]
         watched = _track_side_streams() if self.cuda else []
         self.snapshot = integrity.Snapshot(
@@ -550,7 +575,7 @@ class Arena:
             return self._call(inputs), []
         return self._watch(lambda: self._call(inputs))
 
-    def verify(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def verify(self, msg: VerifyRequest) -> Verified:
         t0 = _perf_ns()
         originals = [self.rx.unpack(m, self.device) for m in msg["inputs"]]
         guarded = [self._guarded(t) for t in originals]
@@ -598,7 +623,7 @@ class Arena:
         ia, ib, c, s = wire.fresh_recipe(rng, len(pool))
         return [wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib])], [ia, ib, c, s]
 
-    def time(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def time(self, msg: TimeRequest) -> Timed:
         t_op = _perf_ns()
         pol = msg["policy"]
         pool = [[self.rx.unpack(m, self.device) for m in entry] for entry in msg["pool"]]
@@ -699,7 +724,9 @@ class Arena:
         return out
 
     # --- bursts: the judge's own clock over calls back to back -----------------------------------
-    def _burst(self, fn: Any, pool: list[list[torch.Tensor]], msg: dict[str, Any]) -> list[float]:
+    def _burst(
+        self, fn: Any, pool: list[list[torch.Tensor]], msg: BurstRequest | NullBurstRequest
+    ) -> list[float]:
         """`msg["k"]` calls of `fn` back to back, each on a fresh input mixed from the pool by a
         recipe drawn from `msg["seed"]` (as a timed call's), each call's outputs folded into its
         commitment as it returns; one synchronize at the end. The judge times the whole request
@@ -722,7 +749,7 @@ class Arena:
         self._sync()
         return result
 
-    def burst(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def burst(self, msg: BurstRequest) -> Burst | Failure:
         """A burst of the candidate's calls on the pool of the shape timed last."""
         if self.burst_pool is None:
             return {"ok": False, "kind": "protocol", "message": "burst before time"}
@@ -737,7 +764,7 @@ class Arena:
 
         return {"ok": True, "commits": self._burst(call, self.burst_pool, msg)}
 
-    def burst_reveal(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def burst_reveal(self, msg: BurstRevealRequest) -> Revealed | Failure:
         """The outputs of the burst calls the judge picked after the reply; then none are kept."""
         outs, self.burst_outs = self.burst_outs, []
         calls = [int(j) for j in msg["calls"]]
@@ -745,7 +772,7 @@ class Arena:
             return {"ok": False, "kind": "protocol", "message": "reveal of a call not made"}
         return {"ok": True, "outputs": [[self.tx.pack(o, "bo") for o in outs[j]] for j in calls]}
 
-    def null_burst(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def null_burst(self, msg: NullBurstRequest) -> Burst:
         """Before the candidate is imported: a burst whose kernel only writes outputs of the
         reference's shapes, so the judge learns what a burst costs around the calls
         (inputs, commitments, the request) while this process is still only the arena's. A
@@ -962,7 +989,7 @@ class Arena:
             }
 
     # --- profile --------------------------------------------------------------------------------
-    def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def profile(self, msg: ProfileRequest) -> Profiled:
         from torch.profiler import ProfilerActivity, profile
 
         inputs = [self.rx.unpack(m, self.device) for m in msg["inputs"]]
@@ -1057,7 +1084,7 @@ class Arena:
         return "custom"
 
     # --- A/B comparison (judge.compare) -------------------------------------------------------
-    def load_b(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def load_b(self, msg: LoadBRequest) -> LoadedB | Failure:
         """Import a second candidate (the incumbent, B) beside the loaded one (A), for `compare`.
         Both have passed their own evaluations; this process only times them against each other."""
         # the judge's own file, never a name taken from a message
@@ -1077,7 +1104,7 @@ class Arena:
             return self._wall_timed(fn, inp)[0]
         return self._gpu_timed(fn, inp)[0]
 
-    def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def compare(self, msg: CompareRequest) -> Compared | Failure:
         """Interleaved timing of A and B in this one process: each round times both on the same
         fresh input, in a random order (so drift, clocks and cache state hit both alike), until
         both series meet the policy's stopping rule."""
@@ -1124,7 +1151,7 @@ class Arena:
                 raw = self.conn.recv_bytes()
             except (EOFError, OSError):
                 return
-            msg = json.loads(raw)
+            msg: Request = json.loads(raw)
             op = msg.get("op")
             if op == "bye":  # acknowledged: the judge takes anything before this as late
                 self.conn.send_bytes(json.dumps({"bye": True}).encode())
@@ -1132,6 +1159,7 @@ class Arena:
             self.tx.reset()  # the judge has read the previous reply's tensors
             if self.beacon is not None:
                 _count_dynamo(self.beacon, self._dynamo_counted)
+            reply: Reply
             try:
                 reply = {
                     "verify": self.verify,
@@ -1382,7 +1410,7 @@ def main() -> None:
     # configures it, when nothing is being timed.
     _preload()
     try:
-        cfg = json.loads(conn.recv_bytes())
+        cfg: ArenaConfig = json.loads(conn.recv_bytes())
     except (EOFError, OSError, ValueError):
         return
     arena = Arena(conn, cfg)
@@ -1415,7 +1443,7 @@ def main() -> None:
     if not isinstance(go, dict) or go.get("op") != "load":
         return
     # The candidate's prints must never reach the judge's stdout (and are never parsed)
-    loaded = arena.load()
+    loaded: LoadReply = arena.load()  # `protections` is added next
     loaded["protections"] = protections
     conn.send_bytes(json.dumps(loaded).encode())
     if loaded["ok"]:

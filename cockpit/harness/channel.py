@@ -24,12 +24,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from collections.abc import Callable
-from typing import Any
 
 from cockpit.harness import sandbox
+from cockpit.harness.protocol import ArenaConfig, Reply, Request
 
 MAX_REPLY = 64 << 20
 OUTPUT_KEEP = 64 << 10  # bytes of the candidate's output kept at each end
@@ -204,13 +204,14 @@ class Channel:
             pass
         return 0
 
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: Request | ArenaConfig) -> None:
         self.conn.send_bytes(json.dumps(msg).encode())
 
-    def recv(self, deadline: float) -> dict[str, Any]:
+    def recv(self, deadline: float) -> Reply:
         """The next reply: a length-prefixed JSON object (multiprocessing's framing), read with
         the deadline, liveness and memory checks running between chunks, so a partial, endless
-        or oversized message is a verdict and never a judge blocked in a read."""
+        or oversized message is a verdict and never a judge blocked in a read. Only its being an
+        object is checked here: the fields of a `protocol.Reply` are the caller's to read."""
         (size,) = struct.unpack("!i", self._read(4, deadline, start=True))
         if size == -1:
             (size,) = struct.unpack("!Q", self._read(8, deadline))
@@ -277,10 +278,10 @@ class Channel:
 
     def request(
         self,
-        msg: dict[str, Any],
+        msg: Request,
         deadline: float,
         extend: Callable[[], float | None] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Reply:
         """Send `msg` and read its reply by `deadline`; past it, `extend` (if given) may name a
         later deadline (a compile started in the call) or None (the call is over its time)."""
         self.seq += 1

@@ -30,6 +30,27 @@ import torch
 
 from cockpit.harness import DEFAULT_EXCHANGE, baselines, judge_clock, scoring, warm, wire
 from cockpit.harness.channel import ArenaDied, ArenaOOM, ArenaTimeout, Channel, ProtocolViolation
+from cockpit.harness.protocol import (
+    ArenaTaskConfig,
+    BurstReply,
+    BurstRequest,
+    BurstRevealReply,
+    CompareReply,
+    CompareRequest,
+    LoadBReply,
+    LoadReply,
+    NullBurstReply,
+    NullBurstRequest,
+    ProfileReply,
+    ProfileRequest,
+    Reply,
+    Request,
+    SetupReply,
+    TimeReply,
+    TimeRequest,
+    VerifyReply,
+    VerifyRequest,
+)
 from cockpit.harness.result import Result, ShapeResult, TimingStats, sum_breakdowns
 from cockpit.harness.static_scan import scan
 from cockpit.harness.task import Shape, Task
@@ -415,7 +436,7 @@ class _Evaluation:
         """The candidate's memory limit: RLIMIT_AS on the CPU, polled RSS on a GPU."""
         return self.opts.memory_bytes or (8 << 30 if self.device == "cpu" else 64 << 30)
 
-    def _arena_cfg(self) -> dict[str, Any]:
+    def _arena_cfg(self) -> ArenaTaskConfig:
         """What an arena is started with before any candidate exists: the same for every
         candidate of a task on a device, so an arena started ahead (`warm`) fits the next one."""
         task = self.task
@@ -429,7 +450,7 @@ class _Evaluation:
             "memory_bytes": self.mem if self.device == "cpu" else None,
         }
 
-    def _start(self, cfg: dict[str, Any], prefix: str, prime: bool = True) -> warm.Started:
+    def _start(self, cfg: ArenaTaskConfig, prefix: str, prime: bool = True) -> warm.Started:
         cache = scoring.data_dir() / "cache"
         cache.mkdir(parents=True, exist_ok=True)
         return warm.start(
@@ -515,7 +536,7 @@ class _Evaluation:
                 stage=self.stage,
             )
 
-    def _request(self, msg: dict[str, Any], limit: CallLimit | None = None) -> dict[str, Any]:
+    def _request(self, msg: Request, limit: CallLimit | None = None) -> Reply:
         """A request runs candidate code; a process that ends while one is open ended in the call.
         `limit` bounds this request on its own, inside the evaluation's limit: its base seconds,
         and its compile allowance once the arena counts a compile started in this request (or
@@ -540,7 +561,7 @@ class _Evaluation:
                     self.call_limit = (limit.what, base + allowance)
                     return granted
 
-        reply = self.ch.request(msg, deadline, extend)
+        reply: Reply = self.ch.request(msg, deadline, extend)
         self.call_limit = None
         self.in_call = False
         self.tx.reset()  # the arena has read this request's tensors: the next one starts over
@@ -584,7 +605,7 @@ class _Evaluation:
         """Import the candidate in the arena; with `ref`, calibrate the judge's clock first."""
         self.stage = "load"
         self._progress("importing the candidate", 0, 1)
-        setup = self.arena.wait_ready(self.deadline)
+        setup: SetupReply = self.arena.wait_ready(self.deadline)
         if not setup.get("ready"):
             self.res.fail(setup.get("kind", "crash"), setup.get("message", ""), stage="load")
             raise _Stop
@@ -594,7 +615,7 @@ class _Evaluation:
             self.calibrate_s = time.perf_counter() - t
         self.ch.send({"op": "load"})
         self.in_call = True
-        loaded = self.ch.recv(self.deadline)
+        loaded: LoadReply = self.ch.recv(self.deadline)
         self.in_call = False
         self.res.protections = loaded.get("protections", {})
         self.res.protections["arena"] = self.arena_how
@@ -711,7 +732,8 @@ class _Evaluation:
         moved = 2 * sum(t.numel() * t.element_size() for t in inputs)  # in, and about as much out
         limit = self._request_limit(shape, 2 if perturb else 1, 2 * moved if perturb else moved)
         with _clocked(sr, "verify", "request"):
-            reply = self._request({"op": "verify", "inputs": metas, "perturb": perturb}, limit)
+            request: VerifyRequest = {"op": "verify", "inputs": metas, "perturb": perturb}
+            reply: VerifyReply = self._request(request, limit)
         _arena_wall(sr, "verify", reply)
         if not reply.get("ok"):
             kind = reply.get("kind", "exception")
@@ -895,7 +917,7 @@ class _Evaluation:
         check_first = sorted(
             rng.sample(range(pol.min_samples), min(pol.check_calls, pol.min_samples))
         )
-        msg = {
+        msg: TimeRequest = {
             "op": "time",
             "pool": packed,
             "policy": pol.__dict__,
@@ -922,7 +944,7 @@ class _Evaluation:
             extra_s=1.5 * pol.max_wall_s + 15.0,
         )
         with _clocked(sr, "time", "request"):
-            reply = self._request(msg, limit)
+            reply: TimeReply = self._request(msg, limit)
         _arena_wall(sr, "time", reply)
         label = sr.shape
         if not reply.get("ok"):
@@ -1038,10 +1060,14 @@ class _Evaluation:
         """One burst request, timed on the judge's clock (us): wall time on a GPU, the arena's
         CPU time on the CPU (`judge_clock.cpu_us`). Its reply's commitments are kept in
         `self.commits`. A null burst runs before the candidate exists: no call is open."""
-        msg = dict(msg, seed=secrets.randbits(62), wseed=secrets.randbits(62))
+        msg: NullBurstRequest | BurstRequest = dict(
+            msg, seed=secrets.randbits(62), wseed=secrets.randbits(62)
+        )
         on_cpu = self.device == "cpu"
         t0 = judge_clock.cpu_us(self.ch.proc.pid) if on_cpu else time.perf_counter() * 1e6
-        reply = self.ch.request(msg, self.deadline) if null else self._request(msg, limit)
+        reply: NullBurstReply | BurstReply = (
+            self.ch.request(msg, self.deadline) if null else self._request(msg, limit)
+        )
         t1 = judge_clock.cpu_us(self.ch.proc.pid) if on_cpu else time.perf_counter() * 1e6
         elapsed = t1 - t0
         if not reply.get("ok"):
@@ -1099,7 +1125,7 @@ class _Evaluation:
         j = secrets.randbelow(len(commits))
         rng = random.Random(seed)
         ia, ib, c, s = [wire.fresh_recipe(rng, len(pool)) for _ in range(j + 1)][j]
-        reply = self._request({"op": "burst_reveal", "calls": [j]})
+        reply: BurstRevealReply = self._request({"op": "burst_reveal", "calls": [j]})
         if not reply.get("ok") or not isinstance(reply.get("outputs"), list):
             raise ProtocolViolation("a burst's reveal did not return the call's outputs")
         inputs = tuple(wire.combine(a, b, c, s) for a, b in zip(pool[ia], pool[ib]))
@@ -1139,13 +1165,13 @@ class _Evaluation:
         inputs = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
         warm_in = ref.make_inputs(dict(shape.params), secrets.randbits(62), str(self.judge_device))
         nbytes = 2 * sum(t.numel() * t.element_size() for t in inputs)
-        reply = self._request(
-            {
-                "op": "profile",
-                "inputs": [self.tx.pack(t, "f") for t in inputs],
-                "warm": [self.tx.pack(t, "w") for t in warm_in],
-            },
-            self._request_limit(shape, 4, 2 * nbytes, extra_s=60.0),
+        request: ProfileRequest = {
+            "op": "profile",
+            "inputs": [self.tx.pack(t, "f") for t in inputs],
+            "warm": [self.tx.pack(t, "w") for t in warm_in],
+        }
+        reply: ProfileReply = self._request(
+            request, self._request_limit(shape, 4, 2 * nbytes, extra_s=60.0)
         )
         if reply.get("ok"):
             reply.pop("ok", None)
@@ -1349,7 +1375,7 @@ class _Comparison(_Evaluation):
                 self._load()
             except _Stop:
                 return {"ok": False, **self._first_reason("A")}
-            loaded = self._request({"op": "load_b"})
+            loaded: LoadBReply = self._request({"op": "load_b"})
             if self.opts.warm:
                 warm.settle()  # the next arena is idle before the interleaved timing starts
             if not loaded.get("ok"):
@@ -1360,15 +1386,14 @@ class _Comparison(_Evaluation):
                 }
             timed = self.only or self._timed_shapes()
             for i, shape in enumerate(timed):
-                reply = self._request(
-                    {
-                        "op": "compare",
-                        "timing": self.task.timing,
-                        "pool": self._pool(ref, shape),
-                        "policy": self.policy.__dict__,
-                        "seed": secrets.randbits(62),
-                    }
-                )
+                request: CompareRequest = {
+                    "op": "compare",
+                    "timing": self.task.timing,
+                    "pool": self._pool(ref, shape),
+                    "policy": self.policy.__dict__,
+                    "seed": secrets.randbits(62),
+                }
+                reply: CompareReply = self._request(request)
                 label = shape.describe() if not shape.hidden else f"hidden #{i}"
                 if not reply.get("ok"):
                     return {

@@ -31,6 +31,7 @@ from typing import Any
 
 from cockpit.harness import wire
 from cockpit.harness.channel import Channel, ProtocolViolation
+from cockpit.harness.protocol import ArenaConfig, ArenaTaskConfig, SetupReply
 
 # How long a spare may take to report ready before the judge gives up on it (a cold CUDA
 # context with a cold Triton cache takes several seconds; a spare that takes longer is killed,
@@ -48,9 +49,9 @@ class Started:
     tx: Any  # wire.Region or wire.Files: to the arena
     rx: Any  # ... and from it
     ch: Channel
-    cfg: dict[str, Any]
+    cfg: ArenaConfig
     beacon: wire.Beacon | None = None  # where the arena counts the compiles it starts
-    setup: dict[str, Any] | None = None  # the arena's first reply ({"ready": True} or a failure)
+    setup: SetupReply | None = None  # the arena's first reply ({"ready": True} or a failure)
     primed: bool = False  # its configuration was sent (it is setting up, or set up)
     serving: bool = False  # it loaded its candidate and answers requests
 
@@ -64,7 +65,7 @@ class Started:
             with contextlib.suppress(OSError):  # a process that died: the next recv says so
                 self.ch.send(self.cfg)
 
-    def wait_ready(self, deadline: float) -> dict[str, Any]:
+    def wait_ready(self, deadline: float) -> SetupReply:
         """The arena's set-up reply; raises what `Channel.recv` raises (died, timeout)."""
         if self.setup is None:
             self.setup = self.ch.recv(deadline)
@@ -103,7 +104,7 @@ class Started:
 
 
 def start(
-    cfg: dict[str, Any],
+    cfg: ArenaTaskConfig,
     *,
     device: str,
     exchange: str,
@@ -129,7 +130,7 @@ def start(
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(ex, ignore_errors=True)
         raise
-    full = dict(
+    full: ArenaConfig = dict(
         cfg,
         candidate=str(workdir / "candidate.py"),
         workdir=str(workdir),
@@ -144,7 +145,7 @@ def start(
     return started
 
 
-def key(cfg: dict[str, Any]) -> str:
+def key(cfg: ArenaTaskConfig) -> str:
     return json.dumps(cfg, sort_keys=True)
 
 
@@ -152,7 +153,7 @@ def key(cfg: dict[str, Any]) -> str:
 _SPARE: list[Started] = []  # at most one: the arena the next evaluation in this process takes
 
 
-def take(cfg: dict[str, Any]) -> Started | None:
+def take(cfg: ArenaTaskConfig) -> Started | None:
     """The spare, if one was started with this configuration and is still alive; else None
     (a spare of another configuration is ended)."""
     if not _SPARE:

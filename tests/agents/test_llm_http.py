@@ -94,7 +94,7 @@ def test_an_unusable_reply_gets_one_repair_prompt_quoting_the_error(
 def test_a_reply_identical_to_a_tried_candidate_is_repaired_as_duplicate(
     provider, make_proposer, request_for
 ):
-    from cockpit.engine.beam import source_hash
+    from cockpit.hashing import source_hash
 
     provider.push(reply_with(PARENT.replace("# ", "# (same) ")), reply_with(GOOD))
     prop = make_proposer().propose(request_for(tried_hashes={source_hash(PARENT)}))
@@ -286,7 +286,7 @@ def test_model_escalation_uses_the_advisor_profile(
 
 # --- best-of-n ----------------------------------------------------------------------------------
 def test_best_of_n_returns_every_usable_distinct_choice(provider, make_proposer, request_for):
-    from cockpit.engine.beam import source_hash
+    from cockpit.hashing import source_hash
 
     provider.push(Reply(choices=[CHATTER, reply_with(GOOD), reply_with(OTHER), reply_with(OTHER)]))
     prop = make_proposer(strategy="best-of-n", n=4)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.engine.beam import MIN_GAIN, next_family, plateaued, significantly_better, source_hash
+from cockpit.engine.beam import MIN_GAIN, next_family, plateaued, significantly_better
+from cockpit.hashing import source_hash
 
 CODE = '''
 import torch

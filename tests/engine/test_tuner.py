@@ -8,7 +8,7 @@ import pytest
 
 from cockpit.agents.base import ProposalError, ProposalRequest
 from cockpit.agents.tuner import Tuner, read_tunables, set_tunable
-from cockpit.engine.beam import source_hash
+from cockpit.hashing import source_hash
 
 SOURCE = '''"""A chunked kernel. CHUNK is tuned."""
 
