@@ -19,7 +19,9 @@ import pytest
 from engine_helpers import COCKPIT, RUN_OPTS, TOYTASK, Cockpit, events, wait_for
 from ray_cluster import LocalCluster
 
+from cockpit.store import SessionRecord
 from cockpit.store import events as ev
+from cockpit.tui.widgets.gpu_panel import node_lines
 
 
 # --- without a cluster ----------------------------------------------------------------------------
@@ -66,6 +68,12 @@ def node_of(e) -> str:
     return (e.payload.get("node") or {}).get("node_id")
 
 
+def sampled_nodes(folder: Path) -> set[str]:
+    """The nodes with telemetry in the session's record."""
+    with SessionRecord.open_readonly(folder) as rec:
+        return {n for (n,) in rec.execute("SELECT DISTINCT node FROM telemetry") if n}
+
+
 def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
     nodes: LocalCluster, cockpit: Cockpit
 ) -> None:
@@ -92,6 +100,12 @@ def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
         return {node_of(e) for e in events(folder, ev.EVALUATION_FINISHED)} >= set(ids)
 
     wait_for(on_both, 120, "evaluations finished on both nodes", interval=0.2)
+    wait_for(
+        lambda: {n.split()[-1] for n in sampled_nodes(folder)} >= {x[:8] for x in ids},
+        60,
+        "telemetry from both nodes",
+        interval=0.2,
+    )
     victim = wait_for(
         lambda: cluster.arenas(b), 60, "an evaluation in flight on node b", interval=0.05
     )
@@ -122,6 +136,23 @@ def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
     # the evaluation in flight on the killed node was recorded once, from the node left
     started = [e.candidate for e in events(folder, ev.EVALUATION_STARTED)]
     assert sorted(started) == sorted(judged), (started, judged)
+
+    # each node sampled itself, named by host and node id; these CPU nodes report no GPU, which
+    # the cockpit's GPU panel says in one line per node
+    with SessionRecord.open_readonly(folder) as rec:
+        samples = tuple(rec.telemetry())
+    on_nodes = [s for s in samples if s.node is not None]
+    assert on_nodes and all(s.gpu is None and s.cpu_pct is not None for s in on_nodes)
+    host = socket.gethostname()
+    lines = node_lines(samples)
+    assert [line.split(":")[0] for line in lines] == sorted(
+        f"{host} {n.node_id[:8]}" for n in (a, b)
+    )
+    assert all(": no GPU · cpu " in line for line in lines), lines
+    said = [e.payload for e in events(folder, ev.NOTE) if "telemetry: node" in e.payload["text"]]
+    assert sorted(p["text"] for p in said) == [
+        f"telemetry: node {x.split(':')[0]}: no GPU" for x in lines
+    ]
 
     # the same session, resumed without Ray
     proc = cockpit("resume", "spread", "--backend", "local", timeout=240)
