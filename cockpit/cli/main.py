@@ -100,6 +100,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError(f"{cand}: no such candidate file")
     if args.parts is not None:
         return _eval_parts(args, cand)
+    if args.backend == "ray":
+        raise UsageError("--backend ray goes with --parts N (each part runs on a Ray worker)")
+    if args.ray_address or args.ray_cpus:
+        flag = "--ray-address" if args.ray_address else "--ray-cpus"
+        raise UsageError(f"{flag} goes with --backend ray")
     opts = Options(
         device=resolve_device(args.device),
         mode=_mode(args),
@@ -139,7 +144,8 @@ def _part_devices(device: str, n: int) -> list[str | None]:
 
 
 def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
-    """`eval --parts N`: the N shards as N processes side by side (one GPU each), merged."""
+    """`eval --parts N`: the N shards as N processes side by side (one GPU each), merged; with
+    `--backend ray`, as N Ray tasks of one GPU each (`cockpit.engine.ray_eval`)."""
     import contextlib
     import subprocess
     import time
@@ -151,13 +157,25 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
         raise UsageError(f"--parts {n}: expected a positive number of parts")
     if args.shard:
         raise UsageError("--parts and --shard exclude each other (--parts runs every shard)")
-    device = resolve_device(args.device)
-    base = [sys.executable, "-m", "cockpit.cli", "eval", args.task, str(cand)]
-    base += ["--device", device, "--json"] + (
+    if args.backend == "ray":
+        from cockpit.cli.loop import _ray_device
+
+        device = _ray_device(args)
+    else:
+        from cockpit.cli.loop import _check_backend
+
+        _check_backend("local", args.ray_address)
+        if args.ray_cpus:
+            raise UsageError("--ray-cpus goes with --backend ray")
+        device = resolve_device(args.device)
+    flags = ["--device", device, "--json"] + (
         [f"--{_mode(args)}"] if _mode(args) != "iterate" else []
     )
-    base += (["--strict"] if args.strict else []) + (["--no-profile"] if args.no_profile else [])
-    base += ["--exchange", args.exchange]
+    flags += (["--strict"] if args.strict else []) + (["--no-profile"] if args.no_profile else [])
+    flags += ["--exchange", args.exchange]
+    if args.backend == "ray":
+        return _eval_parts_on_ray(args, cand, n, device, flags)
+    base = [sys.executable, "-m", "cockpit.cli", "eval", args.task, str(cand), *flags]
     procs = []
     for k, gpu in enumerate(_part_devices(device, n), start=1):
         env = dict(os.environ)
@@ -179,6 +197,31 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
             outs[i] = (out, err, p.returncode)
             if show:
                 console.log(f"part {i + 1}/{n} done in {time.monotonic() - t0:.0f} s")
+    return _merged(_part_results(outs), args.json)
+
+
+def _eval_parts_on_ray(
+    args: argparse.Namespace, cand: Path, n: int, device: str, flags: list[str]
+) -> int:
+    """The parts on a Ray cluster; the merged verdict names each part's node (`nodes`)."""
+    from cockpit.engine.ray_backend import BackendUnavailable
+    from cockpit.engine.ray_eval import run_parts
+
+    task = resolve_task(args.task)
+    try:
+        done = run_parts(task.root, cand, n, device, flags, args.ray_address, args.ray_cpus or 1.0)
+    except BackendUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    parts = _part_results([(d["stdout"], d["stderr"], d["rc"]) for d in done])
+    for _, d in parts:  # judged from a copy on the node: named as given, as local parts are
+        d["candidate"] = str(cand)
+    return _merged(parts, args.json, nodes=[d["node"] for d in done])
+
+
+def _part_results(outs: list[tuple[str, str, int]]) -> list[tuple[str, dict]]:
+    """(stdout, stderr, exit code) of each part's `eval --shard K/N --json`: its verdict, or the
+    part's own one-line error."""
+    n = len(outs)
     parts = []
     for k, (out, err, rc) in enumerate(outs, start=1):
         last = (err.strip().splitlines() or [""])[-1]
@@ -188,10 +231,15 @@ def _eval_parts(args: argparse.Namespace, cand: Path) -> int:
             parts.append((f"part {k}/{n}", json.loads(out.strip().splitlines()[-1])))
         except (IndexError, ValueError):
             raise UsageError(f"part {k}/{n} gave no result (exit {rc}): {last}") from None
-    return _merged(parts, args.json)
+    return parts
 
 
-def _merged(parts: list[tuple[str, dict]], as_json: bool, out: str | None = None) -> int:
+def _merged(
+    parts: list[tuple[str, dict]],
+    as_json: bool,
+    out: str | None = None,
+    nodes: list[dict] | None = None,
+) -> int:
     """Merge the parts of a sharded evaluation, write and show the verdict, its exit code."""
     from cockpit.harness.shards import MergeError, merge
     from cockpit.render import print_result
@@ -200,6 +248,8 @@ def _merged(parts: list[tuple[str, dict]], as_json: bool, out: str | None = None
         d = merge(parts)
     except MergeError as exc:
         raise UsageError(str(exc)) from None
+    if nodes:
+        d["nodes"] = nodes  # per part, in order: the Ray node (and GPU) that ran it
     if out:
         Path(out).write_text(json.dumps(d))
     if as_json:
@@ -334,7 +384,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="run the N shards side by side, one GPU each, and merge them (a long --final on a "
-        "multi-GPU host)",
+        "multi-GPU host, or with --backend ray on a cluster's GPUs)",
+    )
+    from cockpit.cli.loop import backend_opts
+
+    backend_opts(s, default="local")
+    s.add_argument(
+        "--ray-cpus",
+        type=float,
+        metavar="N",
+        help="with --backend ray on a CPU cluster: CPU slots one part holds (default 1)",
     )
     s.set_defaults(func=cmd_eval)
 

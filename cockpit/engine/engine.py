@@ -515,7 +515,8 @@ class Engine:
         from cockpit.engine.telemetry import TelemetrySampler
 
         self.pool = self.pool or self._new_pool()
-        sampler = TelemetrySampler(self.dir)
+        # with the ray backend, the pool's nodes sample themselves too
+        sampler = TelemetrySampler(self.dir, nodes=getattr(self.pool, "node_telemetry", None))
         final = "done"
         try:
             self.start()

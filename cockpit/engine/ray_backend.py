@@ -30,6 +30,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,6 +225,15 @@ class Evaluator:
         return result
 
 
+class NodeSampler:
+    """One per node of a run (no CPU or GPU held, pinned to its node): that node's telemetry."""
+
+    def sample(self, gpus: list[int] | None) -> list[dict[str, Any]]:
+        from cockpit.engine.telemetry import node_sample
+
+        return node_sample(gpus)
+
+
 # --- the engine's side -----------------------------------------------------------------------------
 @dataclass
 class _Slot:
@@ -231,6 +241,14 @@ class _Slot:
     where: dict[str, Any] = field(default_factory=dict)
     alive: bool = True
     load: int = 0  # evaluations given to this actor and not yet back
+
+
+@dataclass
+class _Sampler:
+    actor: Any
+    label: str  # the node as the cockpit names it: host and the node id's first 8 digits
+    gpus: list[int] | None  # NVML indices to sample; None: all of the node's
+    pending: Any = None  # the reading asked for and not yet collected
 
 
 @dataclass
@@ -300,6 +318,9 @@ class RayPool:
         self._closing = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="ray-pool", daemon=True)
         self._watcher.start()
+        self._samplers: dict[str, _Sampler] = {}
+        with contextlib.suppress(Exception):  # telemetry is never a reason not to run
+            self._samplers = self._start_samplers()
 
     # --- WorkerPool's interface ----------------------------------------------------------------
     @property
@@ -317,6 +338,30 @@ class RayPool:
     def nodes(self) -> list[dict[str, Any]]:
         """Per slot: its node (`where`) and whether it is still alive."""
         return [dict(s.where, alive=s.alive, slot=i) for i, s in enumerate(self._slots)]
+
+    def node_telemetry(self) -> list[dict[str, Any]]:
+        """The readings the nodes' samplers sent since the last call (each asked again at once),
+        `node` set to `host node-id`, `t` this host's clock at receipt (nodes' clocks may
+        differ). A sampler that fails (its node lost) is dropped: its node's last reading ages in
+        the cockpit. Never waits for a node."""
+        ray = self._ray
+        out: list[dict[str, Any]] = []
+        for node_id, sm in list(self._samplers.items()):
+            if sm.pending is not None:
+                ready, _ = ray.wait([sm.pending], timeout=0)
+                if not ready:
+                    continue
+                try:
+                    rows = ray.get(sm.pending)
+                except Exception:  # noqa: BLE001 - the node or the sampler is gone
+                    del self._samplers[node_id]
+                    with contextlib.suppress(Exception):
+                        ray.kill(sm.actor, no_restart=True)
+                    continue
+                now = time.time()
+                out += [dict(r, node=sm.label, t=now) for r in rows]
+            sm.pending = sm.actor.sample.remote(sm.gpus)
+        return out
 
     def free_slot(self) -> int | None:
         """A live slot with nothing to do; None while all are busy. With every slot lost (the
@@ -359,14 +404,38 @@ class RayPool:
             self._calls.clear()
         for c in calls:
             c.future.cancel()
-        for s in self._slots:
+        for actor in [s.actor for s in self._slots] + [m.actor for m in self._samplers.values()]:
             with contextlib.suppress(Exception):
-                self._ray.kill(s.actor, no_restart=True)
+                self._ray.kill(actor, no_restart=True)
         self._watcher.join(timeout=5)
         with contextlib.suppress(Exception):
             self._ray.shutdown()
 
     # --- inside --------------------------------------------------------------------------------
+    def _start_samplers(self) -> dict[str, _Sampler]:
+        """A NodeSampler on every node that holds a slot, sampling the GPUs its slots hold (all
+        of the node's on a CPU cluster)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray = self._ray
+        out: dict[str, _Sampler] = {}
+        for s in self._slots:
+            node_id = s.where.get("node_id")
+            if not node_id:
+                continue
+            if node_id not in out:
+                cls = ray.remote(NodeSampler).options(
+                    num_cpus=0,
+                    max_restarts=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                )
+                label = f"{s.where.get('host') or s.where.get('ip') or '?'} {node_id[:8]}"
+                out[node_id] = _Sampler(cls.remote(), label, None if self.device == "cpu" else [])
+            gpus = out[node_id].gpus
+            if gpus is not None:
+                gpus += [int(g) for g in str(s.where.get("gpu") or "").split(",") if g.isdigit()]
+        return out
+
     def _task_ref(self, task_root: str) -> Any:
         """The task folder's files in the object store, put once per content (re-read at every
         submit, so an edited task travels as edited)."""

@@ -50,7 +50,9 @@ h2 { font-size: 18px; margin: 34px 0 10px; border-bottom: 1px solid #d2d2d7; pad
 table { border-collapse: collapse; width: 100%; font-size: 12.5px;
   font-variant-numeric: tabular-nums; }
 th, td { padding: 3px 8px; border-bottom: 1px solid #ececf0; text-align: left;
-  vertical-align: top; }
+  vertical-align: top; white-space: nowrap; }
+td.w { white-space: normal; min-width: 18em; }
+.wide { overflow-x: auto; }
 th { background: #fafafa; position: sticky; top: 0; font-weight: 600; }
 td.n, th.n { text-align: right; white-space: nowrap; }
 tr.best td { background: #fff7d6; }
@@ -218,7 +220,7 @@ def _timeline(r: Report, marks: list[tuple[int, Mark]]) -> str:
         f'<tr><td class="n"><span class="badge" style="background:{MARK_COLORS.get(m.kind)}">'
         f"{n}</span></td><td>{utc(m.t)}</td><td class='n'>+{duration(m.t - start)}</td>"
         f"<td>{_e(MARK_NAMES.get(m.kind, m.kind))}</td><td>{_e(m.branch or '')}</td>"
-        f"<td>{_e(m.label)}</td></tr>"
+        f"<td class='w'>{_e(m.label)}</td></tr>"
         for n, m in marks
     )
     return (
@@ -362,13 +364,14 @@ def _branches(r: Report, branch_colors: dict[str, str]) -> str:
             f"<td class='n'>{info.get('plateaus', 0)}</td>"
             f"<td class='n'>{info.get('escalations', 0)}</td>"
             f"<td>{_e(info.get('forked_from') or '')}</td>"
-            f"<td>{_e(info.get('state_reason') or '')}</td></tr>"
+            f"<td class='w'>{_e(info.get('state_reason') or '')}</td></tr>"
         )
     return (
-        '<h2>Branches</h2><div class="card"><table><tr><th>branch</th><th>family</th>'
+        '<h2>Branches</h2><div class="card"><div class="wide"><table><tr><th>branch</th>'
+        "<th>family</th>"
         "<th>state</th><th>model</th><th class='n'>best</th><th>best candidate</th>"
         "<th class='n'>plateaus</th><th class='n'>escalations</th><th>forked from</th>"
-        f"<th>reason</th></tr>{''.join(rows)}</table></div>"
+        f"<th>reason</th></tr>{''.join(rows)}</table></div></div>"
     )
 
 
@@ -404,7 +407,7 @@ def _candidates(r: Report) -> str:
             f"<td class='n'>{fmt_us(c.geomean_us)}</td>"
             f"<td class='n'>{fmt_us(s.get('hidden_geomean_us'))}</td>"
             f"<td class='n'>{_pct(s.get('roofline_pct'))}</td><td>{utc(c.evaluated_t)}</td>"
-            f"<td>{_e(r.notes.get(c.id, ''))}{'<br>' if reasons else ''}"
+            f"<td class='w'>{_e(r.notes.get(c.id, ''))}{'<br>' if reasons else ''}"
             f"<span class='muted'>{_e(reasons[:400])}</span></td></tr>"
         )
     star = (

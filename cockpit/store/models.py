@@ -105,7 +105,8 @@ class Command:
 
 @dataclass(frozen=True, slots=True)
 class TelemetrySample:
-    """One reading. `gpu` is the device index, None for a host-only sample (no GPU).
+    """One reading. `gpu` is the device index, None for a host-only sample (no GPU). `node` is
+    None for the engine's own host, else the Ray node the sample was taken on (`host node-id`).
 
     Units: util, cpu_pct, ram_pct in percent; mem_used and mem_total in MiB; power in watts.
     """
@@ -120,6 +121,7 @@ class TelemetrySample:
     sm_clock_mhz: float | None = None
     cpu_pct: float | None = None
     ram_pct: float | None = None
+    node: str | None = None
 
 
 TELEMETRY_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TelemetrySample))

@@ -20,6 +20,7 @@ from cockpit.store.models import (
     Event,
     TelemetrySample,
 )
+from cockpit.store.schema import select_columns
 
 _CANDIDATE_COLS = (
     "id, branch, parent, family, status, geomean_us, score_us, commit_sha, model, "
@@ -96,7 +97,7 @@ def read_telemetry(
     conn: sqlite3.Connection, since_t: float | None = None, limit: int | None = None
 ) -> list[TelemetrySample]:
     """Samples in time order; with `limit`, the most recent `limit` of them."""
-    cols = ", ".join(TELEMETRY_COLUMNS)
+    cols = select_columns(conn, "telemetry", TELEMETRY_COLUMNS)
     where = "" if since_t is None else " WHERE t > ?"
     args: list[Any] = [] if since_t is None else [since_t]
     if limit is None:

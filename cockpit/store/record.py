@@ -45,7 +45,7 @@ from cockpit.store.models import (
     dumps,
     loads,
 )
-from cockpit.store.schema import SCHEMA_VERSION, check_schema, create_schema
+from cockpit.store.schema import SCHEMA_VERSION, add_columns, check_schema, create_schema
 
 DB_FILE = "session.db"
 BUSY_TIMEOUT_MS = 10_000
@@ -157,6 +157,8 @@ class SessionRecord:
             conn.execute("PRAGMA synchronous = FULL")
             if version < SCHEMA_VERSION:  # new file (or an older schema): create
                 create_schema(conn)
+            else:
+                add_columns(conn)
         except RecordUnreadable:
             conn.close()
             raise

@@ -70,7 +70,8 @@ CREATE TABLE IF NOT EXISTS telemetry (
     temp_c       REAL,
     sm_clock_mhz REAL,
     cpu_pct      REAL,
-    ram_pct      REAL
+    ram_pct      REAL,
+    node         TEXT
 );
 CREATE INDEX IF NOT EXISTS telemetry_t ON telemetry(t);
 
@@ -92,10 +93,32 @@ class SchemaTooNew(RuntimeError):
     """The file was written by a newer cockpit; reading it with this one could misread it."""
 
 
+# Columns added to a table after files were written without them (nullable, so a cockpit that
+# does not know them still reads and writes the file): added when a file is opened to write,
+# read as NULL from a file opened read-only (`select_columns`).
+ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {"telemetry": (("node", "TEXT"),)}
+
+
 def create_schema(conn: sqlite3.Connection) -> None:
     """Create every table that is missing (idempotent) and stamp the schema version."""
     conn.executescript(DDL)
+    add_columns(conn)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def add_columns(conn: sqlite3.Connection) -> None:
+    """Add the ADDED_COLUMNS a file written before them lacks (idempotent)."""
+    for table, cols in ADDED_COLUMNS.items():
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in cols:
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+
+def select_columns(conn: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> str:
+    """`columns` for a SELECT from `table`, NULL for an added column that this file lacks."""
+    have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    return ", ".join(c if c in have else f"NULL AS {c}" for c in columns)
 
 
 def check_schema(conn: sqlite3.Connection) -> int:

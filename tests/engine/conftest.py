@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from engine_helpers import Cockpit
+from ray_cluster import cluster, nodes  # noqa: F401 - the local Ray cluster's fixtures
 
 
 @pytest.fixture

@@ -10,23 +10,18 @@ the local backend; an evaluation whose node is lost twice is a `crash` saying so
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
-from engine_helpers import COCKPIT, REPO_ROOT, RUN_OPTS, TOYTASK, Cockpit, events, wait_for
+from engine_helpers import COCKPIT, RUN_OPTS, TOYTASK, Cockpit, events, wait_for
+from ray_cluster import LocalCluster
 
+from cockpit.store import SessionRecord
 from cockpit.store import events as ev
-
-ARENA = "cockpit.harness.arena"
+from cockpit.tui.widgets.gpu_panel import node_lines
 
 
 # --- without a cluster ----------------------------------------------------------------------------
@@ -68,120 +63,15 @@ def test_a_ray_address_nobody_answers_is_a_usage_error(cockpit: Cockpit) -> None
         )
 
 
-# --- a local cluster ------------------------------------------------------------------------------
-class LocalCluster:
-    """A Ray head (no CPU: it schedules nothing) and worker nodes of one CPU slot each."""
-
-    def __init__(self) -> None:
-        from ray.cluster_utils import Cluster
-
-        self.temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths
-        # Ray writes the head's address to /tmp/ray/ray_current_cluster whatever the temp_dir,
-        # and fails when that folder is missing (a fresh machine where no Ray ran yet)
-        os.makedirs("/tmp/ray", exist_ok=True)
-        self.seen: dict[int, psutil.Process] = {}
-        self.cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 0,
-                "include_dashboard": False,
-                "temp_dir": self.temp,
-                # a killed node is declared dead in ~1.5 s instead of ~15 s
-                "_system_config": {
-                    "health_check_initial_delay_ms": 0,
-                    "health_check_period_ms": 500,
-                    "health_check_failure_threshold": 3,
-                },
-            },
-        )
-
-    @property
-    def address(self) -> str:
-        return self.cluster.address
-
-    def add(self, num_cpus: int = 1, **resources) -> object:
-        node = self.cluster.add_node(num_cpus=num_cpus, temp_dir=self.temp, **resources)
-        self.cluster.wait_for_nodes()
-        return node
-
-    def raylet(self, node) -> psutil.Process:
-        return psutil.Process(node.all_processes["raylet"][0].process.pid)
-
-    def remember(self) -> None:
-        for node in [self.cluster.head_node, *self.cluster.worker_nodes]:
-            for infos in node.all_processes.values():
-                for info in infos:
-                    with contextlib.suppress(psutil.Error):
-                        p = psutil.Process(info.process.pid)
-                        for q in [p, *p.children(recursive=True)]:
-                            self.seen.setdefault(q.pid, q)
-
-    def arenas(self, node) -> list[psutil.Process]:
-        """Candidate processes running under `node`: an evaluation in flight there."""
-        out = []
-        with contextlib.suppress(psutil.Error):
-            for p in self.raylet(node).children(recursive=True):
-                self.seen.setdefault(p.pid, p)
-                with contextlib.suppress(psutil.Error):
-                    if ARENA in " ".join(p.cmdline()):
-                        out.append(p)
-        return out
-
-    def kill(self, node) -> None:
-        self.remember()
-        self.cluster.remove_node(node, allow_graceful=False)
-
-    def clear(self) -> None:
-        """Remove every worker node left: the next test starts from the head alone."""
-        for node in list(self.cluster.worker_nodes):
-            self.kill(node)
-
-    def shutdown(self) -> list[psutil.Process]:
-        """Stop every node; returns the processes of the cluster still alive 15 s later (killed)."""
-        self.remember()
-        try:
-            self.cluster.shutdown()
-        finally:
-            _, alive = psutil.wait_procs(list(self.seen.values()), timeout=15)
-            for p in alive:
-                with contextlib.suppress(psutil.Error):
-                    p.kill()
-            shutil.rmtree(self.temp, ignore_errors=True)
-        return alive
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    pytest.importorskip("ray")
-    old = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_USAGE_STATS_ENABLED")}
-    # the nodes' workers import this checkout's cockpit, as the engine does
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), old["PYTHONPATH"]] if p)
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    c = LocalCluster()
-    try:
-        yield c
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        left = c.shutdown()
-        assert not left, f"cluster processes left behind: {[p.pid for p in left]}"
-
-
-@pytest.fixture
-def nodes(cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """The cluster, its worker nodes (added by the test) removed afterwards: tests of this module
-    may run in any order, on any xdist worker."""
-    try:
-        yield cluster
-    finally:
-        cluster.clear()
-
-
+# --- a local cluster (ray_cluster.py) ------------------------------------------------------------
 def node_of(e) -> str:
     return (e.payload.get("node") or {}).get("node_id")
+
+
+def sampled_nodes(folder: Path) -> set[str]:
+    """The nodes with telemetry in the session's record."""
+    with SessionRecord.open_readonly(folder) as rec:
+        return {n for (n,) in rec.execute("SELECT DISTINCT node FROM telemetry") if n}
 
 
 def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
@@ -210,6 +100,12 @@ def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
         return {node_of(e) for e in events(folder, ev.EVALUATION_FINISHED)} >= set(ids)
 
     wait_for(on_both, 120, "evaluations finished on both nodes", interval=0.2)
+    wait_for(
+        lambda: {n.split()[-1] for n in sampled_nodes(folder)} >= {x[:8] for x in ids},
+        60,
+        "telemetry from both nodes",
+        interval=0.2,
+    )
     victim = wait_for(
         lambda: cluster.arenas(b), 60, "an evaluation in flight on node b", interval=0.05
     )
@@ -240,6 +136,23 @@ def test_a_run_spreads_over_both_nodes_survives_one_killed_and_resumes_locally(
     # the evaluation in flight on the killed node was recorded once, from the node left
     started = [e.candidate for e in events(folder, ev.EVALUATION_STARTED)]
     assert sorted(started) == sorted(judged), (started, judged)
+
+    # each node sampled itself, named by host and node id; these CPU nodes report no GPU, which
+    # the cockpit's GPU panel says in one line per node
+    with SessionRecord.open_readonly(folder) as rec:
+        samples = tuple(rec.telemetry())
+    on_nodes = [s for s in samples if s.node is not None]
+    assert on_nodes and all(s.gpu is None and s.cpu_pct is not None for s in on_nodes)
+    host = socket.gethostname()
+    lines = node_lines(samples)
+    assert [line.split(":")[0] for line in lines] == sorted(
+        f"{host} {n.node_id[:8]}" for n in (a, b)
+    )
+    assert all(": no GPU · cpu " in line for line in lines), lines
+    said = [e.payload for e in events(folder, ev.NOTE) if "telemetry: node" in e.payload["text"]]
+    assert sorted(p["text"] for p in said) == [
+        f"telemetry: node {x.split(':')[0]}: no GPU" for x in lines
+    ]
 
     # the same session, resumed without Ray
     proc = cockpit("resume", "spread", "--backend", "local", timeout=240)

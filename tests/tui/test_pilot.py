@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 from session_builder import NOW
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, Static, TextArea
 from tui_helpers import live_app, replay_app, settle
 
 from cockpit.store import SessionRecord
 from cockpit.store import events as ev
+from cockpit.store.models import TelemetrySample
 from cockpit.tui.screens.confirm import ConfirmDialog
 from cockpit.tui.screens.detail import DetailScreen
 from cockpit.tui.screens.fork import ForkDialog
@@ -314,6 +315,31 @@ async def test_no_gpu_is_said_when_telemetry_has_no_device(template_no_gpu: Path
         await settle(pilot)
         gpu = app.screen.query_one(GpuPanel)
         assert gpu.border_title == "no GPU" and gpu.has_class("-no-gpu")
+
+
+async def test_the_gpu_panel_adds_one_line_per_ray_node(session: Path):
+    """Telemetry from the nodes of a Ray run: one line each under the host's meters, a node
+    without a GPU saying so."""
+    with SessionRecord.open(session) as rec:
+        (t,) = rec.execute("SELECT max(t) FROM telemetry")[0]
+        rec.add_telemetry(
+            [
+                TelemetrySample(
+                    t, 0, 88.0, 70_000, 143_771, 640.0, 71.0, 1980.0, 9.0, 30.0, "gpu-a 1a2b3c4d"
+                ),
+                TelemetrySample(t, None, cpu_pct=40.0, ram_pct=22.0, node="cpu-b 9f8e7d6c"),
+            ]
+        )
+    app = live_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        gpu = app.screen.query_one(GpuPanel)
+        assert not gpu.has_class("-no-nodes") and gpu.border_title == "GPU 0"
+        text = str(gpu.query_one("#gpu-nodes", Static).render())
+        assert text.splitlines() == [
+            "cpu-b 9f8e7d6c: no GPU · cpu 40% ram 22%",
+            "gpu-a 1a2b3c4d: GPU 0 88% 68G 640W 71°C",
+        ]
 
 
 async def test_replay_steps_seeks_and_changes_speed_without_steering(session: Path):

@@ -13,7 +13,8 @@ from cockpit.tui.sources.base import CandidateDetail
 
 
 def telemetry_before(record: SessionRecord, t: float | None, limit: int) -> tuple:
-    cols = ", ".join(TELEMETRY_COLUMNS)
+    have = {r[1] for r in record.execute("PRAGMA table_info(telemetry)")}
+    cols = ", ".join(c if c in have else f"NULL AS {c}" for c in TELEMETRY_COLUMNS)
     where, args = ("", []) if t is None else (" WHERE t <= ?", [t])
     rows = record.execute(
         f"SELECT {cols} FROM telemetry{where} ORDER BY t DESC, rowid DESC LIMIT ?", [*args, limit]

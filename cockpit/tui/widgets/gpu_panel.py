@@ -1,5 +1,9 @@
 """`GpuPanel`: GPU utilization, memory, power, temperature and SM clock, plus host CPU and RAM,
-as meters on fixed scales, from the session's telemetry samples (so replay shows them too)."""
+as meters on fixed scales, from the session's telemetry samples (so replay shows them too).
+
+The meters show the engine's host. Where evaluations run on other machines (the ray backend),
+each node's samples carry its name, and the panel adds one line per node with its latest reading
+(`node_lines`): its GPUs, or that it reports none."""
 
 from __future__ import annotations
 
@@ -25,10 +29,49 @@ def _num(value: float | None, unit: str, digits: int = 0) -> str:
     return "–" if value is None else f"{value:.{digits}f}{unit}"
 
 
+STALE_S = 10.0  # a node whose last reading is this much older than the newest: say so
+
+
+def node_lines(samples: tuple[TelemetrySample, ...]) -> list[str]:
+    """One line per node that reported (sorted by name): its latest reading's GPUs (utilization,
+    memory, power, temperature), or "no GPU" with its CPU and RAM; a node silent for STALE_S
+    while others report says for how long."""
+    latest: dict[str, float] = {}
+    for s in samples:
+        if s.node is not None:
+            latest[s.node] = max(latest.get(s.node, s.t), s.t)
+    if not latest:
+        return []
+    newest = max(s.t for s in samples)
+    lines = []
+    for node in sorted(latest):
+        rows = [s for s in samples if s.node == node and s.t == latest[node]]
+        gpus = sorted((s for s in rows if s.gpu is not None), key=lambda s: s.gpu or 0)
+        if gpus:
+            parts = []
+            for g in gpus:
+                mem = "–" if g.mem_used is None else f"{g.mem_used / 1024:.0f}G"
+                parts.append(
+                    f"GPU {g.gpu} {_num(g.util, '%')} {mem} {_num(g.power_w, 'W')} "
+                    f"{_num(g.temp_c, '°C')}"
+                )
+            text = " · ".join(parts)
+        else:
+            r = rows[-1]
+            text = f"no GPU · cpu {_num(r.cpu_pct, '%')} ram {_num(r.ram_pct, '%')}"
+        line = f"{node}: {text}"
+        if newest - latest[node] >= STALE_S:
+            line += f" (no reading for {newest - latest[node]:.0f} s)"
+        lines.append(line)
+    return lines
+
+
 class GpuPanel(Vertical):
     DEFAULT_CSS = """
     GpuPanel { height: 1fr; }
     GpuPanel > #gpu-status { height: 1; color: $text-muted; }
+    GpuPanel > #gpu-nodes { height: auto; }
+    GpuPanel.-no-nodes > #gpu-nodes { display: none; }
     GpuPanel.-no-gpu > .gpu-meter { display: none; }
     """
 
@@ -36,6 +79,7 @@ class GpuPanel(Vertical):
         super().__init__(id=id)
         self.border_title = "GPU"
         self._samples: tuple[TelemetrySample, ...] = ()
+        self.add_class("-no-nodes")  # until a sample from another node arrives
 
     def compose(self) -> ComposeResult:
         yield Static("no telemetry yet", id="gpu-status")
@@ -46,6 +90,7 @@ class GpuPanel(Vertical):
         yield Meter("sm", 0, CLOCK_MAX_MHZ, id="clock").add_class("gpu-meter")
         yield Meter("cpu", 0, 100, id="cpu")
         yield Meter("ram", 0, 100, id="ram")
+        yield Static("", id="gpu-nodes")
 
     def show(self, samples: tuple[TelemetrySample, ...]) -> None:
         """Draw the samples (oldest first); the latest sample says whether there is a GPU."""
@@ -53,6 +98,10 @@ class GpuPanel(Vertical):
             return
         self._samples = samples
         status = self.query_one("#gpu-status", Static)
+        nodes = node_lines(samples)
+        self.set_class(not nodes, "-no-nodes")
+        self.query_one("#gpu-nodes", Static).update("\n".join(nodes))
+        samples = tuple(s for s in samples if s.node is None)  # the meters: the engine's host
         if not samples:  # none yet (or none before the replay clock): empty meters, not stale ones
             status.update("no telemetry yet")
             for meter in self.query(Meter):
