@@ -417,7 +417,7 @@ def test_sass_stats_tells_vector_loads_from_scalar_ones(tmp_path):
         out = tmp_path / f"al{al}.json"
         r = run_tool(
             "bench/sass_stats.py", "kernels/softmax/seeds/triton_tiled.py", "_softmax_tile",
-            "--const", "R=2", "BC=4096", "EV=", "CM=", "LOOP=False", f"AL={al}", "BT=0", "SPL=1",
+            "--const", "R=2", "BC=4096", f"AL={al}", "BT=0", "FT=False", "SPL=1",
             "--div", "x_ptr", "y_ptr", "--sig", "x_ptr=*fp32", "y_ptr=*fp32", "--warps", "8",
             "--json", str(out),
         )  # fmt: skip
