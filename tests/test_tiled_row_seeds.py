@@ -131,25 +131,20 @@ def test_rows_walked_twice_in_steps_match(
     """LOOP_BLOCK = 32: rows of 64 to 512 padded columns (LOOP_MIN_COLS / LOOP_MAX_COLS) taken
     by the loop kernel, walking each row in 32-column steps (a ragged last step at 100 float32
     columns) where every row starts on a 16-byte boundary; the others (33, 257 and 333 columns,
-    and 100 in bfloat16) keep the tiled path. One program a row, or with LOOP_PERSIST = 2 two
-    programs (the interpreter's one "SM") that take every other row; LOOP_SKEW starts row r's
-    walks at step r * skew (4 steps at 100 float32 columns: every start, the ragged step
-    included), LOOP_BACK walks the second pass backwards. RMSNorm with LOOP_RAGGED (off by
-    default, so its walk takes only rows of whole unrolled steps: the next test)."""
+    and 100 in bfloat16) keep the tiled path; RMSNorm's walk takes only rows of whole steps (the
+    next test), so its ragged 100 keeps the tile too. One program a row, walked in order (the
+    persistent, skewed and backward walks are gone: decision 0038)."""
     module = SEEDS[task]
-    if task == "softmax" and (persist or skew or back):
-        pytest.skip("softmax's walk is one program a row, in order (decision 0038)")
-    if task == "rmsnorm":
-        monkeypatch.setattr(module, "LOOP_RAGGED", True)
-        monkeypatch.setattr(module, "LOOP_PERSIST", persist)
-        monkeypatch.setattr(module, "LOOP_SKEW", skew)
-        monkeypatch.setattr(module, "LOOP_BACK", bool(back))
+    if persist or skew or back:
+        pytest.skip("the row walk is one program a row, in order (decision 0038)")
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
     t, ref = TASKS[task], REFS[task]
     inputs = ref.make_inputs({"rows": rows, "cols": cols, "dtype": dtype}, 3, "cpu")
     looped = (cols, dtype) in {(100, "float32"), (64, "float32"), (64, "bfloat16")}
+    if task == "rmsnorm":  # its row walk takes whole steps only (a ragged row keeps the tile)
+        looped = looped and cols % 32 == 0
     launched, grids = [], []
     for name in (f"_{task}_loop", f"_{task}_tile"):
         monkeypatch.setattr(module, name, Spy(getattr(module, name), name, launched, grids=grids))
@@ -213,12 +208,11 @@ def test_softmax_chunk_statistics_with_empty_chunks_first_combine(pair):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_rmsnorm_walks_only_rows_of_whole_unrolled_steps(monkeypatch, dtype):
-    """LOOP_RAGGED off (the default): RMSNorm's looped path (LOOP_BLOCK = 32 over 64 to 512
-    padded columns) takes 64 and 96 columns (2 and 3 whole steps, walked unrolled); 100 float32
-    columns (a ragged last step), 160 (5 steps, more than LOOP_UNROLL) and, with LOOP_SKEW, any
-    row keep the tile. With LOOP_RAGGED the runtime loop takes 100 and 160 too."""
+    """RMSNorm's row walk (LOOP_BLOCK = 32 over 64 to 512 padded columns) takes 64 and 96
+    columns (2 and 3 whole steps, walked unrolled); 100 float32 columns (a ragged last step) and
+    160 (5 steps, more than LOOP_UNROLL) keep the tile. (LOOP_RAGGED and LOOP_SKEW, which let the
+    walk take other rows, are gone: decision 0038.)"""
     module = SEEDS["rmsnorm"]
-    assert not module.LOOP_RAGGED
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
@@ -233,13 +227,6 @@ def test_rmsnorm_walks_only_rows_of_whole_unrolled_steps(monkeypatch, dtype):
     for c in expect:
         run_and_check("rmsnorm", 3, c, dtype)
     assert launched == list(expect.values())
-    launched.clear()
-    monkeypatch.setattr(module, "LOOP_SKEW", 1)
-    run_and_check("rmsnorm", 3, 64, dtype)
-    monkeypatch.setattr(module, "LOOP_SKEW", 0)
-    monkeypatch.setattr(module, "LOOP_RAGGED", True)
-    run_and_check("rmsnorm", 3, 160, dtype)
-    assert launched == [tile, walk]
 
 
 @pytest.mark.parametrize(("block", "persist"), [(32, 0), (128, 0), (32, 1)])
@@ -365,29 +352,25 @@ def test_rmsnorm_rows_past_the_whole_row_walked_by_persistent_programs_match(
 
 def test_the_looped_path_rule(monkeypatch):
     """The looped path's rule on a 132-SM GPU, with rows of 16384 to 65536 padded columns
-    looped: 2048 x 65536 bf16 and 1024 x 32768 f32 take it; rows off a 16-byte boundary, rows
-    outside the range and, persistent, fewer rows than SMs do not (one row a program would
-    leave SMs idle); not persistent, any row count does, except softmax's rows past SINGLE_MAX
-    (the split path spreads few of them over the SMs); LOOP_BLOCK = 0 is off."""
+    looped: 2048 x 65536 bf16 and 1024 x 32768 f32 take it; rows off a 16-byte boundary and rows
+    outside the range do not; one program a row, any row count does, except softmax's rows past
+    SINGLE_MAX (the split path spreads few of them over the SMs); LOOP_BLOCK = 0 is off. (The
+    persistent row walk, LOOP_PERSIST, is gone: decision 0038.)"""
     cpu = torch.device("cpu")
     for module in SEEDS.values():
         monkeypatch.setitem(module._SMS, cpu, 132)
         monkeypatch.setattr(module, "LOOP_BLOCK", 16384)
         monkeypatch.setattr(module, "LOOP_MIN_COLS", 16384)
         monkeypatch.setattr(module, "LOOP_MAX_COLS", 65536)
-        if hasattr(module, "LOOP_PERSIST"):  # softmax's walk is one program a row (0038)
-            monkeypatch.setattr(module, "LOOP_PERSIST", 2)
         looped = module._looped
         bf, f32 = torch.empty(1, 8, dtype=torch.bfloat16), torch.empty(1, 4)
         assert looped(2048, 65536, 8, bf) and looped(1024, 32768, 4, f32)
         assert looped(132, 16384, 8, bf)
         assert not looped(2048, 65536, 4, bf)  # rows 8 bytes apart: scalar-ish, no 16-byte walk
         assert not looped(2048, 8192, 8, bf) and not looped(2048, 131072, 8, bf)  # outside
-        assert not looped(131, 65536, 8, bf)  # fewer rows than SMs
-        assert not looped(17, 65536, 8, bf)
-        if hasattr(module, "LOOP_PERSIST"):
-            monkeypatch.setattr(module, "LOOP_PERSIST", 0)
-        if module is SEEDS["softmax"]:  # past SINGLE_MAX few rows go to the split path anyway
+        if module is SEEDS["softmax"]:
+            # past SINGLE_MAX, fewer rows than SMs go to the split path
+            assert not looped(131, 65536, 8, bf)
             assert not looped(17, 65536, 8, bf)
             monkeypatch.setattr(module, "SINGLE_MAX", 65536)
         assert looped(17, 65536, 8, bf)
@@ -520,27 +503,24 @@ def test_rmsnorm_weight_loaded_before_the_reduction_matches(monkeypatch, dtype):
     assert seen[-1] is False
 
 
-def walk_unrolled(monkeypatch, task: str, dtype: str, persist: int) -> list:
-    """LOOP_UNROLL = 4 with 32-column steps on `task`'s looped path (LOOP_PERSIST = persist):
-    rows of exactly 2, 3 or 4 steps must launch with NB = 2, 3, 4, rows of 8 steps and (f32) a
-    ragged last step with NB = 0, and all match. Returns the NB of every launch, in order (the
-    Spy stays in place for the caller's further cases). RMSNorm with LOOP_RAGGED, so that its
-    walk takes the runtime loop's rows too."""
+def walk_unrolled(monkeypatch, task: str, dtype: str) -> list:
+    """LOOP_UNROLL = 4 with 32-column steps on `task`'s looped path: rows of exactly 2, 3 or 4
+    steps must launch with NB = 2, 3, 4, and (softmax, whose walk also takes them) rows of 8
+    steps and (f32) a ragged last step with NB = 0, and all match. Returns the NB of every
+    launch, in order (the Spy stays in place for the caller's further cases)."""
     module = SEEDS[task]
-    if task == "rmsnorm":
-        monkeypatch.setattr(module, "LOOP_RAGGED", True)
     monkeypatch.setattr(module, "LOOP_UNROLL", 4)
     monkeypatch.setattr(module, "LOOP_BLOCK", 32)
     monkeypatch.setattr(module, "LOOP_MIN_COLS", 64)
     monkeypatch.setattr(module, "LOOP_MAX_COLS", 512)
-    if task == "rmsnorm":
-        monkeypatch.setattr(module, "LOOP_PERSIST", persist)
     seen: list = []
     name = f"_{task}_loop"
     monkeypatch.setattr(module, name, Spy(getattr(module, name), "l", seen, "NB"))
     cases = [(3, 64, 2), (5, 128, 4), (2, 256, 0), (4, 96, 3)]
     if dtype == "float32":
         cases.append((3, 100, 0))
+    if task == "rmsnorm":  # its row walk takes whole unrolled steps only (decision 0038)
+        cases = [c for c in cases if c[2]]
     for rows, cols, nb in cases:
         run_and_check(task, rows, cols, dtype)
         assert seen[-1] == nb, (rows, cols, seen)
@@ -555,7 +535,9 @@ def test_rmsnorm_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, p
     100 float32 columns (a ragged last step) keep the runtime loop (NB = 0). The wide loop (past
     SINGLE_MAX = 16, WIDE_LOOP_BLOCK = 32) unrolls the same way."""
     module = SEEDS["rmsnorm"]
-    seen = walk_unrolled(monkeypatch, "rmsnorm", dtype, persist)
+    if persist:
+        pytest.skip("the row walk is one program a row (decision 0038)")
+    seen = walk_unrolled(monkeypatch, "rmsnorm", dtype)
     # the wide loop
     seen.clear()
     monkeypatch.setattr(module, "LOOP_BLOCK", 0)
@@ -926,7 +908,7 @@ def test_softmax_rows_of_whole_steps_walked_unrolled_match(monkeypatch, dtype, p
     if persist:
         pytest.skip("softmax's walk is one program a row (decision 0038)")
     module = SEEDS["softmax"]
-    seen = walk_unrolled(monkeypatch, "softmax", dtype, persist)
+    seen = walk_unrolled(monkeypatch, "softmax", dtype)
     # the max in the last step: the first steps' sums must be rescaled, not lost
     x = torch.randn(4, 128).to(getattr(torch, dtype))
     x[:, -5] = 30.0
