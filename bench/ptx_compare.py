@@ -2,6 +2,7 @@
 
     python bench/ptx_compare.py softmax --old main --json out.json
     python bench/ptx_compare.py rmsnorm --old main --new kernels/rmsnorm/seeds/triton_tiled.py
+    python bench/ptx_compare.py softmax --old /tmp/before.py --new /tmp/after.py --dump /tmp/ptx
 
 For every shape of the task's task.toml (the GPU sets public, benchmark and hidden, and the CPU
 sets) in each dtype, both files' `kernel(...)` run on stand-in tensors that claim to live on a
@@ -316,7 +317,9 @@ def compare(task: str, old: Path, new: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("task", choices=["softmax", "rmsnorm"])
-    ap.add_argument("--old", default="main", help="a git revision holding the old seed (main)")
+    ap.add_argument(
+        "--old", default="main", help="a git revision holding the old seed (main), or a file"
+    )
     ap.add_argument("--new", type=Path, help="the new seed (default: the working tree's)")
     ap.add_argument("--json", type=Path, help="write the summary and every launch here")
     ap.add_argument("--dump", type=Path, help="write both PTX of every launch that differs here")
@@ -327,14 +330,17 @@ def main() -> int:
         DUMP.mkdir(parents=True, exist_ok=True)
     rel = f"kernels/{a.task}/seeds/triton_tiled.py"
     new = a.new or ROOT / rel
-    text = subprocess.run(
-        ["git", "show", f"{a.old}:{rel}"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
+    if Path(a.old).is_file():
+        text, label = Path(a.old).read_text(), a.old
+    else:
+        label = f"{a.old}:{rel}"
+        git = ["git", "show", label]
+        text = subprocess.run(git, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / f"old_{a.task}_triton_tiled.py"
         old.write_text(text)
         res = compare(a.task, old, new)
-    res["old"] = f"{a.old}:{rel}"
+    res["old"] = label
     res["new"] = str(new.relative_to(ROOT)) if new.is_relative_to(ROOT) else str(new)
     summary = {k: v for k, v in res.items() if k != "detail"}
     print(json.dumps(summary, indent=1))

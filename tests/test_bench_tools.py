@@ -534,3 +534,23 @@ def test_direct_times_shapes_of_your_own_and_refuses_bad_ones_in_one_line(tmp_pa
     assert bad.returncode == 1
     err = bad.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: softmax cannot make inputs for rows=3")
+
+
+def test_ptx_compare_finds_the_same_launches_and_a_change_in_them(tmp_path):
+    """`bench/ptx_compare.py` on the softmax seed against a copy of itself: every launch of every
+    task.toml shape the same kernel, grid and sm_90 PTX (0 differing, exit 0); a copy with
+    TILE_ELEMS = 4096 plans other tiles for some shapes, which it reports (exit 1)."""
+    seed = ROOT / "kernels/softmax/seeds/triton_tiled.py"
+    out = tmp_path / "same.json"
+    same = tmp_path / "same.py"
+    same.write_text(seed.read_text())
+    r = run_tool("bench/ptx_compare.py", "softmax", "--old", str(same), "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["launches_compared"] > 40 and doc["launches_differing"] == 0
+    assert doc["ptx_identical"] == doc["launches_compared"]
+    changed = tmp_path / "changed.py"
+    changed.write_text(seed.read_text().replace("\nTILE_ELEMS = 8192", "\nTILE_ELEMS = 4096", 1))
+    r = run_tool("bench/ptx_compare.py", "softmax", "--old", str(same), "--new", str(changed))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "DIFFER" in r.stdout and '"launches_differing": 0' not in r.stdout
