@@ -38,10 +38,10 @@ prove makes every access a 2- or 4-byte scalar):
   - Up to WHOLE_ROW_BYTES and WHOLE_ROW_MAX_COLS (padded) a row stays in registers, one program
     of up to 32 warps a row, in its input dtype (the bf16 upcast is redone from the bits so the
     compiler keeps no float32 copy of the row). One read of x.
-  - Longer rows on 16 bytes (65536 columns) are walked twice in WIDE_LOOP_BLOCK-column steps by
-    a fixed set of programs, each taking row after row (`_rmsnorm_loop`): the sum of squares,
-    then x * rstd * weight, the second read mostly from L2 (the first walk's loads are
-    evict-last). Rows of a few whole steps are unrolled (LOOP_UNROLL), so every step's loads
+  - Longer rows (up to WIDE_LOOP_MAX_COLS padded) that start on 16 bytes are walked twice in
+    WIDE_LOOP_BLOCK-column steps by a fixed set of programs, each taking row after row
+    (`_rmsnorm_loop`): the sum of squares, then x * rstd * weight, the second read mostly from
+    L2 (the first walk's loads are evict-last). Rows of a few whole steps are unrolled (LOOP_UNROLL), so every step's loads
     are in flight at once, with WIDE_UNROLL_PERSIST programs an SM, else WIDE_LOOP_PERSIST.
 - Rows past SINGLE_MAX otherwise (too few to fill the GPU: 17 x 131073): each row is cut into
   chunks of CHUNK columns and at most CHUNK_BYTES, one program a (row, chunk), in two launches:

@@ -29,8 +29,8 @@ prove the alignment (a divisibility it cannot prove makes every access a 2- or 4
   - Rows of exactly ROW_LOOP_BLOCK-column steps on 16 bytes (8192 columns) are walked instead
     (`_softmax_loop`, below): the tile would hold 32 values a thread.
 - Rows past SINGLE_MAX, many of them (at least as many as SMs):
-  - 65536-column rows on 16 bytes are walked twice in LOOP_BLOCK-column steps (`_softmax_loop`),
-    one program a row: the first walk keeps a running max and sum per 16-byte group of columns
+  - Rows padded to 65536 columns that start on 16 bytes are walked twice in LOOP_BLOCK-column
+    steps (`_softmax_loop`), one program a row: the first walk keeps a running max and sum per 16-byte group of columns
     (online softmax: one exp an element, the sum rescaled when the max grows), the second writes
     exp(x - M) / S, its reads mostly from L2 (the first walk's loads are evict-last). Rows of a
     few whole steps are unrolled (LOOP_UNROLL), so every step's loads are in flight at once.
