@@ -29,12 +29,12 @@ float32; IEEE division and square root in the reflector (div_rn, sqrt_rn), x sca
 reciprocal of alpha - beta as the reference dlarfg does (no overflow: a reflector needs
 ||x||^2 > 0, so alpha - beta >= 3.7e-23). Like the other seeds, no dnrm2-style scaling: a column
 whose entries are all below ~1e-19 underflows ||x||^2 to 0 and is left as it is.
-The register kernels are issue-bound on the H200 (BENCHMARKS.md, session 3: the panel's time
-followed its instruction count), so their column loops are written for few instructions per
-element: tau folded into v before the rank-1 update, and each column's v scaled and the
-diagonal written once after the loop (it is never touched again) instead of every step
-(`bench/sass_stats.py`, sm_90: the 512 x 32 panel loop 705 -> 494 instructions per column, the
-64-wide fused loop 382 -> 293). Unmeasured on a GPU; triton_panel_wy keeps the old loops.
+The register kernels are issue-bound on sm_90 (a panel's time follows its instruction count),
+so their column loops are written for few instructions per element: tau folded into v before
+the rank-1 update, and each column's v scaled and the diagonal written once after the loop (it
+is never touched again) instead of every step (`bench/sass_stats.py`, sm_90: the 512 x 32 panel
+loop 494 instructions per column against 705 written plainly, the 64-wide fused loop 293
+against 382); triton_panel_wy keeps the plain form of these loops.
 
 Cost model: the fused kernel is latency-bound: n dependent steps of ~4 block reductions each
 (~BLOCK^2 / (32 * num_warps) elements per thread); one program per matrix from n = 9 on, so
@@ -52,7 +52,7 @@ TSQR panels (TSQR_PANEL, off): where a panel would be split, its row blocks are 
 registers in one launch and their stacked R's in a second; the panel's Q is formed from both
 levels' compact WY and its Householder form rebuilt from Q (`_lu_signs`: an unpivoted LU with
 sign choices, then two triangular solves). Correct everywhere, but slower than the split panel
-for batch <= 8 on the H200 (its second level is as serial as the column walk it replaces).
+for batch <= 8 (its second level is as serial as the column walk it replaces).
 Persistent panels (PERSIST_PANEL, on): where a panel would be split and batch *
 programs fits the SMs, one launch of `_panel_persist` factors it: each program keeps its rows in
 registers for the whole panel and the programs of a matrix meet at a barrier per column (a
@@ -136,56 +136,43 @@ TUNABLES = {
     "GRAM_EARLY_OUT": [True, False],
     "GRAM_SPLIT_KC": [32, 64],
 }
-FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. 32, not
-# 64: session 5 on the H200 (hidden set, bench/qr_direct.py): n = 33 at batch 1000-3000 2.5-3x
-# faster (one program per 33x33 matrix was latency-bound), n = 100 1.3x, geomean 868 -> 751 us
-FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps
-# Tried and removed (session 9): more warps for the fused programs when they are fewer than the
-# SMs (20 x 32: 20 programs). sm_90 SASS of the 32 x 32 loop per warp: 490 instructions at 2
-# warps, 199 at 8, 9 barriers each, but the column step did not get shorter: H200, qr_direct
-# side by side, 20 x 32 0.029 ms at 8 warps against 0.023 ms at 2.
+FUSED_MAX_N = 32  # matrices (and trailing squares) up to this size: one fused launch. Past 32 a
+# matrix of one program is latency-bound (n steps of block reductions), and the blocked path with
+# its narrow panels is faster (n = 33 at batch 1000-3000, n = 100)
+FUSED_ELEMS_PER_THREAD = 16  # block elements per thread in the fused kernel: sets num_warps.
+# More warps do not shorten a column step (its barriers stay), so few programs keep these warps
 NB = 32  # panel width of the blocked path
-FEW_NB = 0  # panel width for a few large matrices (0: NB). Single matrices of n >= 1500 are the
-# hidden shapes still behind the library QR (H200, session 5: 1 x 3000 0.83-0.93x, 1 x 1500
-# 0.95x): 94 panels of 32 columns, each a chain of launch-bound column steps; wider panels halve
-# the chain count and give the trailing update bigger products. Unmeasured (session 5)
+FEW_NB = 0  # panel width for a few large matrices (0: NB): wider panels would halve the chain
+# of launch-bound column steps of single matrices of n >= 1500 and give the trailing update
+# bigger products (untimed)
 FEW_BATCH = 2
 FEW_MIN_N = 1024
 SMALL_NB = 16  # panel width for n <= SMALL_NB_MAX_N (0: NB). At small n the panels, not the
-# trailing updates, are most of the time, and a panel's column step works on all NB columns.
-# H200 (session 9, qr_direct side by side): NB = 16 for every n made 40 x 176 0.260 -> 0.217 ms
-# and 40 x 352 0.705 -> 0.644 ms but 640 x 512 8.44 -> 10.47 ms, 2 x 4096 19.2 -> 23.1 ms; as
-# this rule (n <= 384): benchmark geomean 3.159 -> 3.083 ms (37.1x -> 38.0x the library QR),
-# hidden 562 -> 526 us (n = 100: 1.05-1.46x, n = 257: 1.20-1.24x, n = 33 at batch 1000-3000
-# 1.04-1.09x; 1 x 33 0.040 -> 0.048 ms, the one loss: two panel launches instead of one).
+# trailing updates, are most of the time, and a panel's column step works on all NB columns;
+# at large n the narrower panels double the trailing updates, hence the bound
 SMALL_NB_MAX_N = 384
 NB_OUTER = 0  # two-level blocking (0: off): factor NB_OUTER columns as NB-wide panels that update
 # only their own block column, then update the trailing matrix once with all NB_OUTER reflectors
-# (compact WY, T merged from the panels' T's). At 640 x 512 the NB = 32 trailing updates are
-# memory-bound (~3-4 of 9 ms, session 4's profile); 128 would cut their traffic ~4x. Unmeasured.
+# (compact WY, T merged from the panels' T's), to cut the memory traffic of the NB-wide updates
+# (slower as built: decision 0033)
 REG_ELEMS = 32768  # padded panel (rows x NB) held in registers up to this many elements: 1024 x
 # 32 at 16 warps (64 a thread, no spills in the column loop; sm_90 SASS 2,723 instructions per 4
-# columns against 1,702 at 512 rows). H200 (session 10, qr_direct side by side, against 16384):
-# 60 x 1024 6.57 -> 5.69 ms: its 16 panels taller than 512 rows left the persistent panel (2
-# programs a matrix, ~4.5 us a column, most of it the grid barrier) for one program a matrix;
-# benchmark geomean 3.084 -> 2.983 ms, with STRIPS_FIRST 2.915 ms
+# columns against 1,702 at 512 rows). One program a matrix then covers panels up to 1024 rows,
+# which the persistent panel would split over programs meeting at a barrier a column
 REG_SPLIT = False  # register panels of more than 16 columns in two levels (`_panel_reg2`): each
 # half's column loop works on half the columns, the left half's block reflector reaches the right
-# half through three tl.dot. Slower on the H200 (session 11, qr_direct side by side): 640 x 512
-# 7.93 -> 8.55 ms, 60 x 1024 4.92 -> 5.24; the profile's panel kernel time 4.03 -> 4.67 ms and
-# 2.50 -> 3.02 ms, although the sm_90 SASS issues 14% fewer instructions per panel: the three
-# dots (layout changes through shared memory, 64 KB) and the trip through L2 cost more than the
-# half-width column steps save
+# half through three tl.dot. Off: although the sm_90 SASS issues 14% fewer instructions per
+# panel, the three dots (layout changes through shared memory, 64 KB) and the trip through L2
+# cost more than the half-width column steps save (decision 0033)
 REG_STATS = False  # ... their column step with one reduction over rows (x^T A and the pivot row, as
 # the persistent panel) instead of three (sm_90: 5 barriers a column instead of 9, as many
-# instructions). Slower still (session 11): 640 x 512 8.72 ms, 60 x 1024 5.33
+# instructions). Off: slower still (decision 0033)
 REG_SPLIT_KC = 32  # rows per chunk of those dots (a dot over all rows spills: each warp would
 # hold a whole 16 x MB operand)
 CHOL_PANEL = False  # register panels of whole NB-wide blocks with at least CHOL_MIN_ROWS rows:
 # `_panel_chol` (CholeskyQR2 + Householder reconstruction, guarded per matrix) first, the column
-# walk of `_panel_reg` only for the matrices its guard refused. Off: H200 (session 13, qr_direct
-# side by side) benchmark geomean 2.568 -> 3.321 ms; 640 x 512 dense / clustered 2-3% faster,
-# mixed 6.60 -> 7.24, 60 x 1024 4.83 -> 8.14 (one latency-bound program a matrix)
+# walk of `_panel_reg` only for the matrices its guard refused. Off: slower on the benchmark set,
+# most where one latency-bound program a matrix does the work (60 x 1024) (decision 0033)
 CHOL_MIN_ROWS = 128
 CHOL_KC = 32  # rows per tl.dot chunk of its passes over the panel
 CHOL_WARPS = 1  # warps per program (one matrix): its eliminations of NB x NB blocks reduce
@@ -198,23 +185,16 @@ CHOL_CPU = False  # tests: the CholeskyQR panel on the CPU too
 CHUNK_ELEMS = 4096  # elements per row chunk when a tall panel is streamed from memory
 STREAM_WARPS = 16  # warps of the streamed panel kernel (more loads in flight)
 ELEMS_PER_THREAD = 32  # register-tile elements per thread in the panel kernels (sets their warps:
-# 8 for a 512 x 32 panel). H200 (session 11, qr_direct side by side, against 16): 640 x 512 7.96
-# -> 7.64 ms, 40 x 352 0.590 -> 0.571, the rest 1% faster; benchmark geomean 2.781 -> 2.722 ms.
-# sm_90 SASS of the 512 x 32 loop: 2,526 instructions per 4 columns at 8 warps (88 B of stack)
-# against 1,702 at 16: 26% fewer issued in all
+# 8 for a 512 x 32 panel). sm_90 SASS of the 512 x 32 loop: 2,526 instructions per 4 columns at
+# 8 warps (88 B of stack) against 1,702 at 16: 26% fewer issued in all
 COL_UNROLL = 4  # column steps of the register kernels (`_panel_reg`, `_qr_fused`) unrolled by
 # this much (a step past the last column is a no-op: its column is zero). Unrolled, the column
 # index inside a thread's registers is known when compiled, so picking column j out of them
 # costs fewer selects: sm_90 SASS of the 512 x 32 panel loop (16 warps) 494 instructions per
-# column at 1, 446 at 2, 425 at 4 (`bench/sass_stats.py`). H200 (session 9, qr_direct side by
-# side, benchmark set): 640 x 512 8.70 -> 8.47 (2) -> 8.44 ms (4), 40 x 352 0.743 -> 0.704 ms,
-# 20 x 32 0.023 -> 0.020 ms; geomean 3.726 -> 3.640 (2) -> 3.619 ms (4).
+# column at 1, 446 at 2, 425 at 4 (`bench/sass_stats.py`)
 WIDE_ELEMS_PER_THREAD = 64  # ... in register panels whose programs are at least
 # WIDE_PROGRAMS_PER_SM a SM (the batch fills the GPU several times over: fewer warps a program,
-# more programs an SM).
-# H200 (session 11, qr_direct side by side, ELEMS_PER_THREAD 64 against 32 everywhere): 640 x 512
-# 7.59 -> 7.07 ms (4 warps a 512 x 32 panel; only `_panel_reg` reads it there), but 40 x 176
-# 0.215 -> 0.243 and 40 x 352 0.570 -> 0.619, where 40 programs leave the GPU idle
+# more programs an SM); where few programs leave the GPU idle, more warps a program are faster
 WIDE_PROGRAMS_PER_SM = 2
 MAX_WARPS = 16
 SPLIT_TARGET = 256  # tall panels: split rows until batch * programs reaches this (0: off)
@@ -222,123 +202,85 @@ SPLIT_MIN = 4  # ... if that gives at least this many programs per matrix
 SPLIT_MIN_ROWS = 64  # rows per program at least
 MAX_SPLIT = 64  # programs per matrix at most
 TSQR_PANEL = False  # where a panel would be split: factor it as a TSQR (_tsqr_panel) instead.
-# Off: on the H200 1.1-1.3x slower at batch <= 8, 6-11% faster at batch 20-50, n 700-1500
-# (BENCHMARKS.md, session 7)
+# Off: slower at batch <= 8, where its second level is as serial as the column walk it replaces
+# (decision 0033)
 TSQR_BLOCKS = 16  # row blocks of a TSQR panel (their stacked R's must fit the register path)
 PERSIST_PANEL = True  # where a panel would be split: one launch of `_panel_persist` per panel
 # (rows in registers, a barrier per column through a counter in memory) instead of kb + 1
-# launches of `_panel_split`. H200 (session 9, qr_direct side by side, with WY_KSPLIT = 0):
-# 60 x 1024 9.01 -> 6.63 ms, 8 x 2048 13.0 -> 9.7 ms, 2 x 4096 28.1 -> 19.2 ms, benchmark
-# geomean 3.726 -> 3.263 ms (31.4x -> 35.9x the library QR); hidden n >= 600, batch <= 64:
-# 1 x 1500 6.61 -> 4.15 ms (0.95x -> 1.5x the library), 1 x 3000 17.2 -> 10.4 ms (0.88x ->
-# 1.44x). Every check passed. A launch whose programs are not all resident fails its check
-# within ~125 ms a call instead of hanging (PERSIST_PER_SM = 2 at 60 x 1024, session 9).
-# Tried and removed (session 10): PERSIST_FLAGS, the persistent panel's partials as self-validating
-# 64-bit (column, value) words polled with volatile loads, no counter (one L2 round trip a column
-# instead of ~3, at 1.6x the instructions of the column loop). H200, qr_direct side by side:
-# 2 x 4096 19.05 -> 23.1 ms, 1 x 3000 10.6 -> 12.0 ms, 8 x 2048 9.64 -> 9.51 ms, and wrong
-# (finite wrong factors on 3-4 of 60 matrices) at 60 x 1024, 50 x 700 and 20 x 1500, the shapes
-# with 256-512 rows a program (213 registers); the race was not found.
+# launches of `_panel_split`: one launch a panel instead of one a column. A launch whose programs
+# are not all resident fails its check within ~125 ms a call instead of hanging (PERSIST_SPIN_MAX)
 PERSIST_FIRST_ROWS = 128  # a panel in the upper half of the register range (more than REG_ELEMS /
 # 2 padded elements: 513-1024 rows at NB = 32) takes the persistent panel when its programs would
-# hold at most this many rows and the batch is at most PERSIST_FIRST_MAX_BATCH (0: never). With
-# REG_ELEMS = 32768 batch 1 at n = 700-3000 lost 3-7% (session 10's final): 64-row persistent
-# programs (~2.7 us a column) gave way to one 1024-row register program. H200 (session 11,
-# qr_direct side by side, 128 against 0, any batch): 1 x 700 1.70 -> 1.57 ms, 1 x 1500 4.50 ->
-# 4.20, 1 x 3000 10.9 -> 10.5, 2 x 3000 12.29 -> 12.11, but 8 x 1500 5.57 -> 5.87, 20 x 1500
-# 8.65 -> 9.11, 8 x 2048 8.88 -> 9.58, 2 x 4096 18.72 -> 18.91
+# hold at most this many rows and the batch is at most PERSIST_FIRST_MAX_BATCH (0: never): a
+# single matrix's panel is then spread over several SMs rather than walked by one program; at
+# larger batches the register program wins
 PERSIST_FIRST_MAX_BATCH = 1
-PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0: ELEMS_PER_THREAD).
-# H200 (session 11, qr_direct side by side, 64 against 0): 2 x 4096 18.61 -> 17.98 ms, 20 x 1500
-# 9.05 -> 8.16, but 8 x 2048 8.87 -> 9.27, 8 x 1500 5.40 -> 5.90, 1 x 3000 11.8 -> 12.3 (hidden n
-# >= 600, batch <= 64: geomean 5.71 -> 5.82 ms). 16 (session 12, against 0 = 32): 1 x 3000 11.67
-# -> 10.56 ms, 1 x 1500 4.56 -> 4.14, 20 x 1500 8.97 -> 8.53, 1 x 700 -3.5%, 8 x 1500 +2%: the
-# 64-row programs of batch 1 have 4 warps again, as before ELEMS_PER_THREAD went to 32
+PERSIST_ELEMS_PER_THREAD = 16  # elements per thread of a persistent program (0: ELEMS_PER_THREAD):
+# the 64-row programs of batch 1 get 4 warps
 GRAM_PANEL = True  # persistent panels through the Gram matrix first (`_panel_gram`): one barrier
 # for G = P^T P instead of one a column, the column walk on the top NBP x NBP block with the
 # statistics from G, the programs' rows by one product with the walk's transform, a second
-# barrier for V^T V (tau and T); matrices its guard refuses take `_panel_persist` (SKIP).
-# H200 (session 14, qr_direct side by side, against off): 2 x 4096 17.57 -> 13.01 ms, 8 x 2048
-# 8.79 -> 6.46, 640 x 512 dense 6.44 -> 5.81, mixed 6.61 -> 6.33; harness --final 2.602 -> 2.369
-# ms (49.4x the library QR); hidden 1 x 3000 10.50 -> 7.67, 8 x 1500 5.36 -> 4.21-4.28, but
-# upper 1 x 3000 10.45 -> 13.03 (every panel refused: both kernels, see GRAM_EARLY_OUT)
+# barrier for V^T V (tau and T); matrices its guard refuses take `_panel_persist` (SKIP)
+# (decision 0032)
 GRAM_TOL = 1e-2  # ... a column whose part below the diagonal, ||x||^2 = G_jj - (its top rows')^2,
 # is below this fraction of G_jj refuses the matrix's panel (that difference loses digits:
 # its relative error is ~eps G_jj / ||x||^2)
 GRAM_REG_MIN_BATCH = 256  # ... also in front of register panels (`_panel_reg` walks the refused
 # matrices) of GRAM_REG_MIN_ROWS+ rows: one program a matrix for batches of this many matrices
-# or more (0: never), where the register walk is throughput-bound (640 x 512: -6 to -15%)...
+# or more (0: never), where the register walk is throughput-bound (640 x 512)...
 GRAM_REG_MIN_SPLIT = 4  # ... and over this many resident programs a matrix or more where they fit
-# (8 x 1500 -11 to -20%, 2 x 3000 -10%). Fewer lost beside the look-ahead: 60 x 1024 (2
-# programs) 4.83 -> 4.98-5.09 ms, 40 x 352 (3) 0.573 -> 0.642; one a matrix at batch 100 x 700
-# (mixed) 3.77 -> 4.12, a refused matrix's walk after the Gram kernel, both latency-bound
+# (8 x 1500, 2 x 3000). With fewer programs a matrix, beside the look-ahead, or one a matrix at
+# batch 100, the register walk is faster: a refused matrix's walk after the Gram kernel leaves
+# both latency-bound
 GRAM_REG_MIN_ROWS = 256
 GRAM_REG_SPLIT = True  # ... split at all (off: one program a matrix wherever the rule holds)
-GRAM_WARPS = 2  # warps of a `_panel_gram` program. H200 (session 14, qr_direct side by side,
-# against those of `_panel_persist`, 4-8): 8 x 2048 8.39 -> 7.31 ms, 2 x 4096 13.83 -> 13.52
-GRAM_EARLY_OUT = True  # a matrix its guard refuses at column 0 skips the walk. H200 (session 15,
-# qr_direct side by side, with SMALL_DOT_BN and GRAM_SPLIT_KC): hidden upper 1 x 3000 13.04 ->
-# 10.87 ms, nearcollinear 8 x 1500 4.27 -> 4.12; the benchmark specs within noise
+GRAM_WARPS = 2  # warps of a `_panel_gram` program (fewer than `_panel_persist`'s 4-8)
+GRAM_EARLY_OUT = True  # a matrix its guard refuses at column 0 skips the walk (an upper
+# triangular input refuses every panel: without it, both kernels run)
 GRAM_KC = 64  # rows per chunk of its passes over the panel (tl.dot operands), one program a matrix
-GRAM_SPLIT_KC = 32  # ... and where a matrix splits over several programs. In sm_90 SASS (session
-# 14, bench/sass_stats.py) 64 spills 456 B, 32 nothing. H200 (session 15, qr_direct side by
-# side, 32 against 64 everywhere): 2 x 4096 13.04 -> 12.82 ms, 8 x 2048 -0.4%, but 640 x 512
-# (one program a matrix) +0.1 to +1.7%
+GRAM_SPLIT_KC = 32  # ... and where a matrix splits over several programs: in sm_90 SASS 64
+# spills 456 B, 32 nothing
 GRAM_CPU = False  # tests: the Gram panel in the interpreter too (one program per matrix)
 PERSIST_PER_SM = 1  # programs per SM the persistent panel assumes resident at once
-PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum). 128
-# loses (session 12, qr_direct side by side: 2 x 4096 17.6 -> 20.3 ms, 1 x 3000 10.5 -> 12.2)
+PERSIST_MIN_ROWS = 64  # rows per program at least (fewer programs, fewer partials to sum; 128
+# is slower)
 PERSIST_SPIN_MAX = 1 << 16  # barrier polls per launch before a program gives up (~65 ms at ~1 us
 # a poll; a resident launch needs a few per barrier): a launch whose programs were not all
 # resident ends with NaN in its panel instead of hanging, a whole call (~100 panels) in seconds
-# Measured on an H200 (BENCHMARKS.md, session 3): graphs took the geomean over the 12 benchmark
-# specs from 7.9 to 5.1 ms (2x4096: 75 -> 34 ms, 8x2048: 61 -> 14 ms: the split panels are
-# launch-bound), tf32x3 on top to 4.7 ms; both pass the float32 gates on every benchmark spec.
-USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), replay it after
+USE_GRAPHS = True  # on CUDA: capture the factorization per (shape, device), replay it after:
+# the split panels are launch-bound, and a replay is 4 host launches whatever the kernel count
 GRAPH_MAX_BYTES = 1 << 30  # no graph when the input + H + scratch exceed this (at 640 x 512,
 # 1.4 GB, the graph's extra copy in and out costs more than the 46 launches it saves)
 GRAPH_CACHE = 4  # graphs kept (least recently used dropped first)
 GRAPH_MIN_N = 32  # no graph up to this n: at n <= FUSED_MAX_N a call is one launch, and the
-# graph path adds 3 copies and 3 more host launches. Session 5 (H200, hidden set): no graph at
-# n <= 64 made n = 1-2 2x faster (12 -> 6 us), geomean 868 -> 763 us; = FUSED_MAX_N keeps the
-# graph for the multi-launch n = 33-64
+# graph path adds 3 copies and 3 more host launches; = FUSED_MAX_N keeps the graph for the
+# multi-launch n = 33-64
 USE_TF32X3 = True  # trailing update on tensor cores (Triton tl.dot, DOT_PRECISION); off:
 # three float32 cuBLAS bmm (SIMT). The CPU interpreter computes tl.dot in full float32
 # whatever the precision (it cannot show tf32x3's rounding): the GPU's check is the evidence.
 DOT_PRECISION = "tf32x3"  # plain "tf32" fails the float32 gates; "ieee" is SIMT float32
 DOT_BM = 64  # rows of C per update tile
 DOT_BN = 64  # columns of C per tile (both kernels)
-SMALL_DOT_BN = 32  # ... for n <= SMALL_NB_MAX_N (0: DOT_BN). H200 (session 12, qr_direct side by
-# side, DOT_BN = 32 everywhere): 40 x 176 0.217 -> 0.206 ms, 40 x 352 0.575 -> 0.530 (session 10:
-# 2-3%), but 640 x 512 6.44 -> 7.76 and 60 x 1024 4.84 -> 5.33. Session 15 (this rule, side by
-# side): 40 x 176 -5%, 40 x 352 -7%, benchmark geomean 2.330 -> 2.302 ms; hidden n = 100 (1-2000
-# matrices) -4 to -7%, n = 257 -2.5 to -6.5% but 700 x 257 mixed +3%
+SMALL_DOT_BN = 32  # ... for n <= SMALL_NB_MAX_N (0: DOT_BN): faster for small n, slower for
+# large (640 x 512, 60 x 1024), hence the bound
 DOT_BK = 32  # rows of C per step of W = V^T C
 FORCE_TRITON_UPDATE = False  # tests: the Triton update on the CPU too (in "ieee")
 FUSE_UPDATE = True  # Triton update as one strip kernel (C read twice, written once) where the
-# batch gives enough strips, else W = T^T V^T C and C -= V W as two kernels. Measured on the
-# H200 (session 4, qr_direct side by side): 640x512 10.1 -> 9.0 ms, 60x1024 9.4 -> 8.9 ms, the
-# rest unchanged; geomean 4.78 -> 4.24 ms. It saves a third of the traffic at 222 registers.
+# batch gives enough strips, else W = T^T V^T C and C -= V W as two kernels. It saves a third of
+# the traffic at 222 registers.
 FUSE_MIN_PROGRAMS = 4  # ... enough: batch * strips >= this many programs per SM
 LOOKAHEAD = True  # few matrices (LOOKAHEAD_MIN_BATCH <= batch <= LOOKAHEAD_MAX_BATCH), CUDA: factor
 # panel i + 1 while the rest of panel i's trailing update runs, on a second stream
-# (`_factor_lookahead`). H200 (session 10, qr_direct side by side, against none): 60 x 1024 5.61
-# -> 4.94 ms, 8 x 2048 9.68 -> 8.90, 2 x 4096 19.15 -> 18.79, 40 x 352 0.648 -> 0.587; hidden
-# 50 x 700 3.01 -> 2.56, 30 x 700 2.45 -> 1.95, 8 x 1500 6.32 -> 5.55, 20 x 1500 9.88 -> 8.64,
-# 3 x 3000 14.6 -> 13.4. It loses at batch 1 (1 x 3000 10.90 -> 11.18, 1 x 100-1500 0.8-3%; not
-# understood: the overlap has the whole GPU) and at 100 x 700 (3.91 -> 4.04: 100 register panels
-# of 16 warps fill 100 SMs and starve the update), and at 640 x 512 (7.93 -> 8.18): outside
-# [2, 64] it is off.
+# (`_factor_lookahead`). Outside [2, 64] it is off: it loses at batch 1 (why is not known: the
+# overlap has the whole GPU) and from 100 matrices on, where the panels' programs fill the SMs
+# and starve the update
 READ_SOURCE = True  # the blocked path's first register panel and first strip update read the input
-# and write H, instead of a copy of the input first (at 640 x 512 a copy of 671 MB, ~0.35 ms of
-# ~7; graphed shapes factor the graph's own input buffer in place). H200 (session 12, qr_direct
-# side by side): 640 x 512 6.98-7.02 -> 6.78-6.83 ms
+# and write H, instead of a copy of the input first (at 640 x 512 a copy of 671 MB; graphed
+# shapes factor the graph's own input buffer in place)
 BATCH_LANES = 2  # large batches (at least BATCH_LANES_MIN_BATCH matrices of BATCH_LANES_MIN_N to
 # BATCH_LANES_MAX_N) split into this many slices, each factored on its own stream
-# (`_factor_lanes`), so that one slice's panels run beside another's updates. H200 (session 12,
-# qr_direct side by side, two calls): 700 x 257 2.26 -> 2.12 and 2.16 -> 2.02 ms, 2000 x 100
-# 0.731 -> 0.697; 640 x 512 flat to 3% slower (6.78-6.83 -> 6.59-7.22), 3 and 4 lanes slower
-# there (8.3, 11.9 ms)
+# (`_factor_lanes`), so that one slice's panels run beside another's updates (3 and 4 lanes
+# are slower at 640 x 512)
 BATCH_LANES_MIN_BATCH = 512
 BATCH_LANES_MIN_N = 64
 BATCH_LANES_MAX_N = 384
@@ -347,32 +289,25 @@ LOOKAHEAD_MIN_BATCH = 2
 LOOKAHEAD_MAX_BATCH = 64
 LOOKAHEAD_CPU = False  # tests: the look-ahead order on the CPU (one lane, program order)
 LOOKAHEAD_PERSIST = True  # ... persistent panels too (off: each after the whole previous update;
-# H200, session 10: 2 x 4096 18.79 -> 20.16 ms, 8 x 2048 8.90 -> 9.65, 3 x 3000 13.4 -> 15.1: the
-# overlap wins although a persistent panel's programs share their SMs with the update's)
+# the overlap wins although a persistent panel's programs share their SMs with the update's)
 STRIPS_FIRST = True  # the strip kernel's grid as (strips, batch): the strips of one matrix
 # launch together and share V in L2 (batch first puts a matrix's strips `batch` programs apart:
 # at 640 x 512 every strip fetched its matrix's 64 KB of V from memory twice, about as many bytes
-# as its strip of C). H200 (session 10, qr_direct side by side): 640 x 512 8.41 -> 7.95 ms (all
-# four families), 60 x 1024 6.57 -> 6.50 ms; benchmark geomean 3.084 -> 3.015 ms
+# as its strip of C)
 STRIP_WARPS = 4  # warps of a strip program (4: 222 registers, 2 programs an SM at BN = 64)
 STRIP_REVERSE = True  # the strip kernel's second pass over C bottom up (`_wy_strip`) for strips
 # of at least STRIP_REVERSE_MIN_ROWS rows: it starts on the rows the first pass read last, and ends
-# on the top rows, which the next panel's first pass reads first. H200 (session 12, qr_direct side
-# by side, every strip): 640 x 512 6.78-6.83 -> 6.36-6.52 ms, but 2000 x 100 0.731 -> 0.766, 700 x
-# 257 2.16 -> 2.26, 200 x 257 +2.5% (short strips: what both passes touch stays in L2 anyway)
+# on the top rows, which the next panel's first pass reads first. Short strips lose by it (what
+# both passes touch stays in L2 anyway), hence the bound
 STRIP_REVERSE_MIN_ROWS = 384
 STRIP_STAGES = 0  # software-pipeline stages of the strip kernel's row loops (0: Triton's default,
-# 3 on CUDA). H200 (session 12): 2 and 4 slower (640 x 512 7.05 -> 7.27 / 7.18 ms, 60 x 1024
-# 4.87 -> 5.11 / 5.02)
+# 3 on CUDA; 2 and 4 are slower)
 WY_KSPLIT = 0  # the two-kernel update (few matrices: batch * strips too small for the strip
 # kernel) splits W = T^T V^T C over this many row ranges, each its own program: at 2 x 4096
 # `_wy_w` is 128 programs walking 4096 rows each, at 1 x 3000 46 programs walking 3000 rows.
 # C -= V W sums the partial W's. 0: as many as give ~WY_PROGRAMS programs per SM, with at
-# least 4 row steps (DOT_BK) per range. H200 (session 9, with PERSIST_PANEL): 2 x 4096 20.5 ->
-# 19.2 ms, 1 x 3000 11.6 -> 10.4 ms against 1; alone (split panels) 28.1 -> 26.8 ms at 2 x 4096.
-WY_PROGRAMS = 1  # H200 (session 12, qr_direct side by side, against 2): 2 x 4096 18.71 -> 17.61
-# ms, 2 x 3000 12.17 -> 11.34, 3 x 3000 13.29 -> 12.85, 8 x 1500 -3%, 1 x 3000 -1%; the rest
-# within 1%. No split at all (WY_KSPLIT = 1) loses (session 12: 2 x 4096 20.4, 1 x 3000 11.8)
+# least 4 row steps (DOT_BK) per range (1: no split, slower)
+WY_PROGRAMS = 1  # programs per SM that split aims for (2 is slower)
 GPU_TILE = 256  # tiny matrices share a program on the GPU up to this many elements
 CPU_TILE = 32768  # ... and on the CPU interpreter, where each program costs Python overhead
 
@@ -659,7 +594,7 @@ def _panel_reg2(
     their block reflector (I - V1 T1 V1^T)^T is applied to the right NBH columns with tl.dot
     (in row chunks of KC), then the right half is factored; T = [[T1, -T1 (V1^T V2) T2], [0,
     T2]]. Every column step works on NBH columns instead of 2 NBH: written for an issue-bound
-    loop, and slower than `_panel_reg` on the H200 (REG_SPLIT). kb <= 2 NBH; KC divides MB."""
+    loop, and slower than `_panel_reg` (REG_SPLIT). kb <= 2 NBH; KC divides MB."""
     mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
     mok = (mats < batch)[:, None, None]
     rows = tl.arange(0, MB)
@@ -1739,9 +1674,8 @@ def _qr_fused(
 
 def _fused_unroll(m: int) -> int:
     """COL_UNROLL for a fused square of m columns, 1 up to COL_UNROLL columns: there every
-    unrolled step past the last column is waste, and the H200 timed n = 1 and 2 slower unrolled
-    by 4 (session 9, side by side: 1 x 2 0.010 against 0.005 ms, 4096 x 2 0.005 against 0.004,
-    1 x 1 0.004 against 0.003; the bigger kernel after the timing's cache flush, probably)."""
+    unrolled step past the last column is waste, and n = 1 and 2 are slower unrolled by 4 (the
+    bigger kernel, after the timing's cache flush, probably)."""
     return COL_UNROLL if m > COL_UNROLL else 1
 
 
@@ -1884,7 +1818,7 @@ def _streams(device: torch.device):
     """(panel stream, update stream) of a CUDA device, made once: the panels' at the highest
     priority, so the block scheduler starts a panel's programs before more update programs (a
     persistent panel's programs wait for each other at every column), the updates' at the
-    least, which on the H200 (range 0 to -5) is torch's default, 0."""
+    least, which on sm_90 (range 0 to -5) is torch's default, 0."""
     if device not in _STREAMS:
         _STREAMS[device] = (
             torch.cuda.Stream(device, priority=-100),  # clamped to the device's range
