@@ -135,8 +135,8 @@ class MainScreen(Screen[None]):
         self._said_crash = False
         # snapshots that arrived while another screen (a dialog, the details) covered this one:
         # drawn when it is on top again. Drawing under a dialog repaints the whole terminal
-        # (the dialog's backdrop is translucent): 10-16% of a core against 5% with no dialog,
-        # bench/results/cpu-2026-12-06-tui
+        # (the dialog's backdrop is translucent), which costs more than the screen itself
+        # (decision 0038)
         self._covered: list = []  # (reset, events) of each snapshot not drawn yet
         self._covered_snap = None  # the latest of them: the panels' whole state
         self._detail_open: str | None = None
@@ -257,8 +257,8 @@ class MainScreen(Screen[None]):
     def _compositor_refresh(self) -> None:
         """Textual (8.2.8) hands a background screen's dirty regions to the dialog on top and
         marks the background for another repaint, which dirties it again: under an open
-        dialog the whole terminal was repainted twice a second for as long as it stayed open
-        (4% of a core and 57 KB/s with nothing changing, bench/results/cpu-2026-12-06-tui).
+        dialog the whole terminal was repainted twice a second for as long as it stayed open,
+        with nothing changing (figures in decision 0038).
         Once the regions are handed over there is nothing left to repaint here: nothing is
         drawn on this screen while it is covered (`_draw_covered`)."""
         super()._compositor_refresh()
