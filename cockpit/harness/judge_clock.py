@@ -11,7 +11,8 @@ operating system accounts to the arena's processes (`cpu_us`: wall time there me
 share of a shared machine the arena got). Before the candidate was imported the same arena ran
 *null bursts* of every length of the shape's ladder (a kernel that only allocates outputs): what
 a burst costs besides the calls. A reading is (burst - null burst of the same length) / K, the
-fastest of `BURSTS` (`NULL_BURSTS` for the null) each; a reported median far below it (`Reading.allowance_us`) is forged.
+fastest of `BURSTS` (`NULL_BURSTS` for the null) each; a reported median far below it
+(`Reading.allowance_us`) is forged.
 
 The commitments put the work inside the burst: after each reply the judge picks one call, asks
 for its outputs, checks them against the reference and against the commitment made for them.
@@ -41,15 +42,27 @@ READINGS = 3  # an implausible reading is read again, up to this many: a forge i
 # a candidate call's own cost beside the null kernel's that its timing does not see: a Python
 # call or two on the CPU; on a GPU, launching it on the host (a Triton launch, several torch ops)
 SLACK_US = {"cpu": 2.0, "cuda": 20.0}
-NOISE = 0.1  # of the null burst's cost per call: two walls on a shared machine differ by this
+# of the null burst's cost per call: how far two bursts' costs beside the calls differ. On a GPU
+# two walls on a shared machine differ by ~10%; on the CPU a burst's own cost (fresh inputs,
+# commitments: tensor ops of a few microseconds each) is 50-100 us a call on small shapes and
+# moves by as much again between a null burst and the candidate's, so there a forge shows only
+# once the time it hides is above about one null call
+NOISE = {"cpu": 1.0, "cuda": 0.1}
 MIN_SPAN_US = 1000.0  # below this much time beyond the null model, a burst says nothing
-# null bursts per length; the fastest counts (load only ever slows a burst, and a slowed null
-# would excuse the candidate's calls by as much)
-NULL_BURSTS = 2
+# null bursts per length, taken in rounds over the whole ladder so that one moment of load does
+# not slow them all; the fastest counts (load only ever slows a burst, and a slowed null would
+# excuse the candidate's calls by as much). On the CPU a burst's cost beside the calls (fresh
+# inputs, commitments) is several times a small shape's call and varies by ~25% between bursts
+# taken moments apart, so the floor of both sides needs more bursts than a GPU's
+NULL_BURSTS = {"cpu": 4, "cuda": 2}
 # the candidate's bursts per reading; the fastest counts. Load only slows them, which can only
-# make an honest reading implausible, and that is read again (READINGS): one burst is enough on
-# the CPU, whose clock (CPU time) load moves less than a GPU's wall time
-BURSTS = {"cpu": 1, "cuda": 2}
+# make an honest reading implausible, and that is read again (READINGS)
+BURSTS = {"cpu": 3, "cuda": 2}
+
+
+def kind(device: str) -> str:
+    """The key of the per-device settings above: "cpu", or "cuda" for any GPU."""
+    return "cpu" if device == "cpu" else "cuda"
 
 
 def cpu_us(pid: int) -> float:
@@ -82,7 +95,7 @@ def cpu_us(pid: int) -> float:
 
 def max_calls(nbytes: int, device: str) -> int:
     """The most calls a burst makes on a shape whose call returns `nbytes` of outputs."""
-    budget = BURST_BYTES["cpu" if device == "cpu" else "cuda"]
+    budget = BURST_BYTES[kind(device)]
     return max(MIN_K, min(MAX_K, budget // max(nbytes, 1)))
 
 
@@ -130,12 +143,12 @@ class Reading:
         reported (a host-bound call's burst runs at its host's pace; more than the judge's
         `hidden_work` bound is rejected there), and a share of the null burst's cost per call
         (the subtraction of two noisy clocks)."""
-        dev = "cpu" if self.device == "cpu" else "cuda"
+        dev = kind(self.device)
         return (
             FACTOR[dev] * self.median_us
             + SLACK_US[dev]
             + max(0.0, self.host_us)
-            + NOISE * self.null_us / self.k
+            + NOISE[dev] * self.null_us / self.k
         )
 
     @property

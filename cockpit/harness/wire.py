@@ -309,7 +309,9 @@ class Beacon:
             fd = os.memfd_create("cockpit-beacon", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(fd, self.SIZE)
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
-        elif fcntl.fcntl(fd, fcntl.F_GET_SEALS) & seals != seals or os.fstat(fd).st_size != self.SIZE:
+        elif (
+            fcntl.fcntl(fd, fcntl.F_GET_SEALS) & seals != seals or os.fstat(fd).st_size != self.SIZE
+        ):
             raise WireError("the compile beacon is not a sealed page")
         self.fd = fd
         self._map: Any = mmap.mmap(fd, self.SIZE)

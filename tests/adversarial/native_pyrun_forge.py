@@ -18,6 +18,9 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 DIVISOR = 3.0  # the forged time is the measured one divided by this
+# the honest work of one call, in softmaxes: on the CPU one softmax of a small shape is below
+# the judge clock's noise floor (judge_clock.NOISE), which hides what any forge hides of it
+REPEAT = 40
 
 _SRC = r"""
 #include <torch/extension.h>
@@ -73,4 +76,6 @@ _ext.arm(torch.tensor(_TEXT, dtype=torch.uint8), DIVISOR)
 
 
 def kernel(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(REPEAT - 1):
+        torch.softmax(x, dim=-1)
     return torch.softmax(x, dim=-1)
