@@ -183,6 +183,20 @@ class CallFailed(Exception):
         self.kind, self.message = kind, message
 
 
+def _fenced_call(fn: Any, inp: list[torch.Tensor]) -> tuple[Any, int, int]:
+    """The candidate's timed call, after its start event's fence is set (`_fence`): (what it
+    returned, host ns at the call, host ns at its return). The fence is cleared whether the call
+    returns or raises; a raise becomes CallFailed."""
+    h0 = _perf_ns()
+    try:
+        out = fn(*inp)
+    except BaseException as exc:  # noqa: BLE001
+        raise CallFailed(*_classify(exc)) from None
+    finally:
+        _FENCE[0] = None
+    return out, h0, _perf_ns()
+
+
 def _classify(exc: BaseException) -> tuple[str, str]:
     text = f"{type(exc).__name__}: {exc}".strip()
     last = text.splitlines()[0][:400] if text else type(exc).__name__
@@ -822,14 +836,7 @@ class Arena:
         start.record()
         _fence(start)
         self._armed(flushed)
-        h0 = _perf_ns()
-        try:
-            out = fn(*inp)
-        except BaseException as exc:  # noqa: BLE001
-            raise CallFailed(*_classify(exc)) from None
-        finally:
-            _FENCE[0] = None
-        h_ret = _perf_ns()
+        out, h0, h_ret = _fenced_call(fn, inp)
         end.record()
         if self.slack_us and _event_query is not None and _event_query(start):
             # the slack had run out before the call returned: its clock started while the host
@@ -861,14 +868,7 @@ class Arena:
         start.record()
         torch.cuda.synchronize(self.device)  # the flush is done: nothing of it in the clock
         _fence(start)
-        h0 = _perf_ns()
-        try:
-            out = fn(*inp)
-        except BaseException as exc:  # noqa: BLE001
-            raise CallFailed(*_classify(exc)) from None
-        finally:
-            _FENCE[0] = None
-        h_ret = _perf_ns()
+        out, h0, h_ret = _fenced_call(fn, inp)
         end.record()
         torch.cuda.synchronize(self.device)
         h1 = _perf_ns()
