@@ -124,7 +124,7 @@ PATHS = {
     # with T merged from the panels' T's (n = 70: two full blocks, then a 22-column one)
     "fused-two-level": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 24}),
     # blocks of 20 columns: panels of 8, 8 and 4, so the narrower panel's T sits kb * kb
-    # apart in the T buffer, not nb * nb (a bug until session 9)
+    # apart in the T buffer, not nb * nb (this path checks that offset)
     "fused-two-level-ragged": ("fused", {"FUSED_MAX_N": 8, "NB": 8, "NB_OUTER": 20}),
     # the batch in 3 slices (BATCH_LANES; on the GPU each on its own stream), 3, 3 and 4
     # matrices of the 10, each slice its own blocked factorization
@@ -544,9 +544,9 @@ def test_persistent_panels_fit_every_program_on_the_gpu_at_once(monkeypatch):
 
 def test_the_split_w_takes_enough_row_ranges_to_fill_the_gpu(monkeypatch):
     """WY_KSPLIT = 0 (auto) on an H200 (132 SMs): few matrices get their W in several row
-    ranges (~WY_PROGRAMS programs per SM: 1 by default, 2 before session 12), each at least 4
-    row steps long; a fixed WY_KSPLIT is taken as it is. The kernels themselves: PATHS
-    "fused-two-kernel-ksplit"."""
+    ranges (~WY_PROGRAMS programs per SM: 1 by default, the faster setting in
+    docs/decisions/0041-qr-fused-settings-evidence.md), each at least 4 row steps long; a fixed
+    WY_KSPLIT is taken as it is. The kernels themselves: PATHS "fused-two-kernel-ksplit"."""
     module = SEEDS["fused"]
     gpu = torch.device("cuda", 0)
     monkeypatch.setitem(module._SMS, gpu, 132)

@@ -80,9 +80,9 @@ def test_short_rows_in_one_warp_match(monkeypatch, task, rows, cols, dtype):
 
 def test_short_rows_take_one_warp_and_up_to_8_rows(monkeypatch):
     """The tile arithmetic on the H200's shapes: with SHORT_ROW_TILE = 1024 (Inductor's choice,
-    the default since session 10) 65537 x 257 takes 2 rows a program in one warp, 1000 x 1000 and
-    32768 x 1024 one row, 3 x 17 its 3 rows padded to 4; 8192 columns keep 1 row in NUM_WARPS
-    warps. Off: TILE_ELEMS tiles."""
+    the default) 65537 x 257 takes 2 rows a program in one warp, 1000 x 1000 and 32768 x 1024
+    one row, 3 x 17 its 3 rows padded to 4; 8192 columns keep 1 row in NUM_WARPS warps. Off:
+    TILE_ELEMS tiles."""
     for module in SEEDS.values():
         shape = module._tile_shape
         assert module.SHORT_ROW_TILE == 1024
@@ -570,8 +570,8 @@ def test_split_rows_take_the_aligned_body_only_when_both_tensors_allow_it(monkey
 
 def test_whole_rows_need_enough_rows_to_fill_the_gpu(monkeypatch):
     """On an H200 (132 SMs) the one-program-per-row path takes 2048 x 65536 bf16 (128 KiB a
-    row; RMSNorm's WHOLE_ROW_MAX_COLS, 32768 since session 19, leaves it to the unrolled wide loop
-    but keeps 32768 f32 columns, 128 KiB too) and leaves 17 rows, f32 rows of 256 KiB, and
+    row; RMSNorm's WHOLE_ROW_MAX_COLS, 32768, leaves it to the unrolled wide loop but keeps
+    32768 f32 columns, 128 KiB too) and leaves 17 rows, f32 rows of 256 KiB, and
     WHOLE_ROW_BYTES = 0 to the split path."""
     gpu = GPU
     x = torch.empty(0, dtype=torch.bfloat16)

@@ -5,10 +5,10 @@ host. A machine without a GPU records that fact once and keeps sampling the host
 and a replay can show "no GPU" rather than a gap.
 
 Only the GPUs the session may use are sampled: `CUDA_VISIBLE_DEVICES=1 cockpit run` on a
-two-GPU host shows GPU 1, not whatever runs on GPU 0 (session 7's H200 record sampled both, and
-the cockpit showed the last one, right only by chance). Rows carry the NVML index, the number
-`nvidia-smi` prints. CUDA's default device order (fastest first) equals NVML's PCI order on a
-host of identical GPUs; with mixed GPUs set `CUDA_DEVICE_ORDER=PCI_BUS_ID` for the two to agree.
+two-GPU host shows GPU 1, not whatever another job runs on GPU 0. Rows carry the NVML index,
+the number `nvidia-smi` prints. CUDA's default device order (fastest first) equals NVML's PCI
+order on a host of identical GPUs; with mixed GPUs set `CUDA_DEVICE_ORDER=PCI_BUS_ID` for the
+two to agree.
 
 With the ray backend every node of the run samples itself too (`node_sample`, in a small actor on
 that node, asked once a second by `RayPool.node_telemetry`): NVML where pynvml loads, else

@@ -89,8 +89,8 @@ def _evaluate(
 def gpu_ids() -> list[str]:
     """The GPUs this process may use, as `CUDA_VISIBLE_DEVICES` entries for one worker each:
     the parent's own list when it has one (`CUDA_VISIBLE_DEVICES=1 cockpit run` must evaluate
-    on GPU 1, not on GPU 0 next to another job: session 5 found exactly that on the H200), else
-    every GPU NVML counts. Counted through NVML so the engine never initializes CUDA itself."""
+    on GPU 1, not on GPU 0 next to another job), else every GPU NVML counts. Counted through
+    NVML so the engine never initializes CUDA itself."""
     try:
         import pynvml
 

@@ -67,7 +67,7 @@ _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for e
 # waits for each of them that still has work (`_joined`). So the end event of a timed call comes
 # after whatever the call left on a side stream: forgetting to join, or not joining on purpose,
 # is timed, not hidden. Work a timed call puts on a side stream waits for its start event
-# (`_fence`; before session 19 it only queued behind the hold's busy SMs, which copies do not).
+# (`_fence`, below; docs/decisions/0018-side-streams-tracked-joined-fenced.md).
 # Raw handles (ExternalStream), torch.Stream and hand-set current streams are refused by the
 # static scan. Bound here, before the candidate exists: the class, its waits, the registry.
 _CudaStream = torch.cuda.Stream
@@ -123,9 +123,9 @@ def _joined(kernel: Any, device: torch.device) -> Any:
     """`kernel`, then the current stream waits for every side stream the candidate made that
     still has work queued (one whose work has all completed has nothing left to hide; not while
     a graph is being captured: there a side stream must be joined by the candidate, or the
-    capture fails). Joining idle streams too cost tiny calls time: session 10's QR --final,
-    which joined every stream after every call, read 65536 x 1 at 25.6 us (median) where it had
-    read 4.2 us, and the means of the other calls under 25 us 1-3 us higher."""
+    capture fails). Idle streams are skipped because every join costs GPU time, which on calls
+    of a few microseconds is a large share of what is timed
+    (docs/decisions/0018-side-streams-tracked-joined-fenced.md)."""
 
     def call(*inputs: Any) -> Any:
         out = kernel(*inputs)
@@ -150,10 +150,9 @@ _GUARD_BYTES = 64 * 1024
 # is a floor: the hold follows the host, SLACK_SUBMIT_X times the p90 of the last SLACK_WINDOW
 # calls' host time from the hold's launch until the call returned (the arena's own steps before
 # the call, and the call's submit time; warm-up calls count their submit time), up to
-# hold.MAX_US, in iterations recalibrated once the shape has warmed up (`_aim_hold`). Session 18
-# (H200): with a fixed hold, 15-80% of the timed calls of most shapes returned after it had run
-# out, one seed's hidden geomean read 26.4 us against 11.5 in the previous session, and a
-# two-launch shape read 44-49 us against 11-13.
+# hold.MAX_US, in iterations recalibrated once the shape has warmed up (`_aim_hold`). A fixed
+# hold runs out before many timed calls return, and their samples then hold host time
+# (docs/decisions/0017-hold-length-follows-the-host.md has the late-call rates and times).
 SLACK_SUBMIT_X = 1.5
 SLACK_WINDOW = 64
 LAUNCH_SLACK_CYCLES = 400_000  # the sleep's ~200 us at the H200's 1980 MHz
@@ -644,8 +643,9 @@ class Arena:
         rng = random.Random(msg["seed"])
         crng = random.Random(msg["check_seed"])  # which calls are checked or audited: secret
         # warm-up calls and random audits between timed calls run under the watch, compiled
-        # candidates too: until session 6 the watch was a Python dispatch mode, which made dynamo
-        # give up on a function, so compile candidates went unaudited and dynamo was reset here
+        # candidates too: the watch replaces ops in the dispatcher, not a Python dispatch mode,
+        # which would make dynamo give up on compiled functions
+        # (docs/decisions/0015-static-scan-plus-dynamic-watch.md)
         watch_timed = self.watching
         ops: set[str] = set()
         t_start = _now_us()
@@ -880,9 +880,9 @@ class Arena:
         persisting-L2 window, flush L2 by writing the flush buffer, record `flushed`, then the
         launch slack (the hold on every SM, or the sleep) so the host has enqueued the
         candidate's first launch before the start event fires. Without a slack, a host slower
-        than the flush leaks its launch latency into the timed interval: session 4 measured the
-        same kernel at 71.6-114 us across five processes that way, against 71.7-71.8 us with
-        calls queued back to back (BENCHMARKS.md, "timing modes"). Returns `flushed`: the caller
+        than the flush leaks its launch latency into the timed interval, and the same kernel
+        reads differently from one process to the next
+        (docs/decisions/0016-launch-slack-is-a-gpu-hold.md). Returns `flushed`: the caller
         records its start event, then `_armed(flushed)` before calling the candidate."""
         if self.cudart is not None:
             self.cudart.cudaCtxResetPersistingL2Cache()

@@ -1,11 +1,12 @@
 """Hold every SM of the GPU for a set time: the launch slack before a timed call's start event.
 
-Why (NOTES.md, "Timing"): the arena gives the host time to enqueue a candidate's first launch
-before the clock starts, or host launch latency leaks into the timed interval (session 4: 14% →
-0.27% spread over five processes). But an idle GPU in that window is a gift to a candidate that
-launches its real work on a side stream *without* waiting on the timed stream: the inputs are
-ready (the judge synchronized), so the work runs in the window, finishes before the start event,
-and the timed stream shows only what the candidate chose to leave there. A sleep kernel
+Why (docs/decisions/0016-launch-slack-is-a-gpu-hold.md, with the spread over five processes
+with and without it): the arena gives the host time to enqueue a candidate's first launch before
+the clock starts, or host launch latency leaks into the timed interval. But an idle GPU in that
+window is a gift to a candidate that launches its real work on a side stream *without* waiting
+on the timed stream: the inputs are ready (the judge synchronized), so the work runs in the
+window, finishes before the start event, and the timed stream shows only what the candidate
+chose to leave there. A sleep kernel
 (`torch.cuda._sleep`) occupies one thread of one SM, so it does not stop that.
 
 The hold fills every thread slot of every SM with a spinning program (programs of 512 threads,

@@ -105,8 +105,8 @@ class Options:
     shard: tuple[int, int] | None = None
     # how tensors cross between the judge and the arena: "memfd" (two sealed shared-memory
     # regions faulted in once per evaluation; wire.Region) or "files" (one file per tensor in a
-    # /dev/shm folder). Same checks either way; memfd is the default since the H200 compared
-    # them (session 6, cockpit.harness.DEFAULT_EXCHANGE).
+    # /dev/shm folder). Same checks either way; memfd, the faster, is the default
+    # (cockpit.harness.DEFAULT_EXCHANGE, docs/decisions/0012-memfd-exchange.md).
     exchange: str = DEFAULT_EXCHANGE
     # The cascade (the loop's evaluation): verify the shapes of the `screen` tier and time them
     # briefly; only a candidate that could beat `incumbent` (the branch best's result, a dict
@@ -131,13 +131,13 @@ class Options:
 # launch costs ~20 us of Python): no host-bound flag below it.
 HOST_BOUND_MIN_US = 20.0
 # ... unless the host time per call is past the arena's base launch slack: no launch needs that,
-# and the hold then stretched to cover it (session 18), so a tiny GPU time beside it is host work
-# the clock did not see (compute on the CPU while the GPU was held).
+# and the hold stretches to cover it (docs/decisions/0017-hold-length-follows-the-host.md), so a
+# tiny GPU time beside it is host work the clock did not see (compute on the CPU while the GPU
+# was held).
 HOST_SLACK_US = LAUNCH_SLACK_US
 # A shape whose timed calls return after their launch slack has run out more often than this
-# (percent) is flagged: its samples hold host time. Session 17 (H200): the split path's two
-# launches at 17 x 131073 took 78-80 us of host time in a clean run and 173-192 us in slow ones,
-# against a 205 us hold, and its median read 11-13 us or 27-51 us accordingly.
+# (percent) is flagged: its samples hold host time, so its median reads the host's speed rather
+# than the kernel's (docs/decisions/0017-hold-length-follows-the-host.md).
 LATE_FLAG_PCT = 5.0
 
 
@@ -677,8 +677,8 @@ class _Evaluation:
         """The shapes of a set this evaluation covers: all of them, or with `shard` (k, n) every
         n-th of the hidden-then-benchmark list from the k-th on, so each part gets its share of
         the slow and the verify-only shapes, and the public ones in part 1 alone (the merge takes
-        their verdicts from part 1; verifying them in every part cost a slow QR seed ~150 of its
-        ~340 GPU-seconds per part on the H200, session 6)."""
+        their verdicts from part 1; verifying them in every part would cost a slow QR seed
+        nearly half of each part's GPU time: docs/decisions/0022-sharded-evaluations.md)."""
         shapes = self._all(name)
         if self.opts.shard is None:
             return shapes

@@ -67,11 +67,12 @@ BANNED_ATTRS = {
     "set_flush_denormal": "changes global precision flags",
     "set_default_dtype": "changes global precision flags",
     "set_num_threads": "changes the thread pool",
-    # torch.cuda.Stream / torch.cuda.stream are allowed (session 10): overlapping work on a
-    # stream forked from the timed one is legitimate (the QR look-ahead), and the arena makes the
-    # timed stream wait for every stream made through torch.cuda.Stream after each call (what is
-    # not joined is timed, not hidden; arena._TrackedStream). Streams the arena cannot see are
-    # still refused: raw handles, torch.Stream, a hand-set current stream, the class's base.
+    # torch.cuda.Stream / torch.cuda.stream are allowed: overlapping work on a stream forked
+    # from the timed one is legitimate (the QR look-ahead), and the arena makes the timed stream
+    # wait for every stream made through torch.cuda.Stream after each call (what is not joined
+    # is timed, not hidden; arena._TrackedStream). Streams the arena cannot see are still
+    # refused: raw handles, torch.Stream, a hand-set current stream, the class's base
+    # (docs/decisions/0018-side-streams-tracked-joined-fenced.md).
     "ExternalStream": "runs work on a side stream",
     "_set_stream": "runs work on a side stream",
     "set_stream": "runs work on a side stream",

@@ -133,10 +133,10 @@ def compare_interleaved(a_us: list[float], b_us: list[float], min_gain: float = 
     other in a random order (`arena.compare`). The ratio is the median of the per-round ratios
     b_i / a_i, and its interval is the sign test's (order statistics of those ratios: no
     assumption about their distribution). A load spike on a shared machine hits one call of one
-    round and moves one ratio; with the ratio of means and an interval from the two variances
-    (before session 16), a few such spikes made a candidate "significantly faster" than itself
-    (CI [1.002, 1.263] on the 2-core CI machine). With fewer than 6 rounds the interval is the
-    whole range of ratios."""
+    round and moves one ratio; with the ratio of means and an interval from the two variances,
+    a few such spikes can make a candidate "significantly faster" than itself
+    (docs/decisions/0020-paired-sign-test-for-ab.md). With fewer than 6 rounds the interval is
+    the whole range of ratios."""
     n = min(len(a_us), len(b_us))
     if n == 0:
         return Comparison(math.nan, math.nan, math.nan, faster=False)

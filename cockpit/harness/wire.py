@@ -174,7 +174,7 @@ def commitments_agree(a: float, b: float, scale: float) -> bool:
 class Files:
     """The file exchange: one new file per tensor in the exchange folder, removed by its reader.
     Simple and one-way, but every transfer allocates fresh pages twice (the file, then the array
-    it is read into): ~400 MB/s each way on the CPU VMs of session 5."""
+    it is read into), so page faults bound its speed (docs/decisions/0012-memfd-exchange.md)."""
 
     kind = "files"
 

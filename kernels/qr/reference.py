@@ -225,9 +225,8 @@ CHUNK_ELEMENTS = 2**25  # float64 elements per chunk of matrices: ~256 MiB per t
 # for 65536 matrices of n = 1), so up to this n, Q is formed by n batched reflector updates.
 LOOP_Q_MAX_N = 64
 # Above it, Q is formed in blocks of this many reflectors (compact WY, batched float64 matmuls:
-# a few calls per block for the whole batch). With householder_product's call per matrix, a
-# 10 ms candidate spent ~4.6 s verifying each 640 x 512 shape and ~60 s on the 8200 x 512 x 512
-# batch on the H200 (session 4), most of it presumably these checks: unmeasured since.
+# a few calls per block for the whole batch), because householder_product's call per matrix
+# (above) makes thousands of library calls to check one batch of thousands of matrices.
 Q_BLOCK = 32
 
 
