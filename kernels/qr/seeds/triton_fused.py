@@ -331,7 +331,7 @@ def _panel_reg(
     [MPP, MB, NBP] block, read from S (H itself, or the input for the first panel: no copy of
     the batch first); writes R and v to H, tau, V and T (dlarft). SKIP (MPP = 1): a program
     whose FLAG entry is nonzero returns at once (`_panel_chol` factored that panel)."""
-    if SKIP:
+    if SKIP:  # noqa: SIM102 - a constexpr: without SKIP no FLAG load is compiled at all
         if tl.load(FLAG + tl.program_id(0)) != 0:
             return
     mats = tl.program_id(0).to(tl.int64) * MPP + tl.arange(0, MPP)
@@ -432,10 +432,10 @@ def _chol_inv(g, ri, ci, NBP: tl.constexpr):
     """Cholesky factor of a symmetric [NBP, NBP] block by `_col_elim` (g = L D L^T, W = L^-T
     D^-1): R = D^1/2 L^T (upper), R^-1 = L^-T D^-1/2, and the pivots D as a [1, NBP] row
     (a pivot <= 0 is taken as 1 in R and R^-1: the caller's guard refuses the panel)."""
-    l, w, d, _ = _col_elim(g, ri, ci, NBP, False)
+    low, w, d, _ = _col_elim(g, ri, ci, NBP, False)
     sd = tl.sqrt_rn(tl.where(d > 0, d, 1.0))  # [1, NBP]
     sdc = tl.reduce(tl.where(ri == ci, sd, 0.0), 1, _add)[:, None]  # as a column
-    return tl.where(ri <= ci, tl.trans(l) * sdc, 0.0), w * sd, d
+    return tl.where(ri <= ci, tl.trans(low) * sdc, 0.0), w * sd, d
 
 
 @triton.jit
@@ -846,7 +846,7 @@ def _panel_persist(
     interpreter, which runs programs one after another, takes nsplit = 1. SKIP: a matrix whose
     FLAG entry is nonzero returns at once (`_panel_gram` factored its panel)."""
     mat = tl.program_id(0).to(tl.int64)
-    if SKIP:
+    if SKIP:  # noqa: SIM102 - a constexpr: without SKIP no FLAG load is compiled at all
         if tl.load(FLAG + mat) != 0:
             return
     p = tl.program_id(1)
