@@ -8,14 +8,31 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 
 import psutil
 import pytest
-from engine_helpers import REPO_ROOT
+from engine_helpers import COCKPIT, REPO_ROOT, Cockpit
 
 ARENA = "cockpit.harness.arena"
+NO_RAY = "cockpit: error: --backend ray needs Ray, which is not installed: pip install -e '.[ray]'"
+
+
+def cockpit_without_ray(cockpit: Cockpit, *args: str) -> subprocess.CompletedProcess:
+    """The CLI with `args` in a process where `import ray` fails exactly as where Ray is not
+    installed."""
+    hide = "import sys; sys.modules['ray'] = None; " + COCKPIT[-1].removeprefix("import sys; ")
+    return subprocess.run(
+        [sys.executable, "-c", hide, *args],
+        capture_output=True,
+        text=True,
+        env=cockpit.env(),
+        cwd=cockpit.cwd,
+        timeout=120,
+    )
 
 
 class LocalCluster:

@@ -11,13 +11,11 @@ the local backend; an evaluation whose node is lost twice is a `crash` saying so
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from engine_helpers import COCKPIT, RUN_OPTS, TOYTASK, Cockpit, events, wait_for
-from ray_cluster import LocalCluster
+from engine_helpers import RUN_OPTS, TOYTASK, Cockpit, events, wait_for
+from ray_cluster import NO_RAY, LocalCluster, cockpit_without_ray
 
 from cockpit.store import SessionRecord
 from cockpit.store import events as ev
@@ -28,20 +26,9 @@ from cockpit.tui.widgets.gpu_panel import node_lines
 def test_backend_ray_without_ray_installed_is_one_line_naming_the_install(
     cockpit: Cockpit,
 ) -> None:
-    # `import ray` fails in this process exactly as where Ray is not installed
-    hide = "import sys; sys.modules['ray'] = None; " + COCKPIT[-1].removeprefix("import sys; ")
-    proc = subprocess.run(
-        [sys.executable, "-c", hide, "run", str(TOYTASK), "--backend", "ray", *RUN_OPTS],
-        capture_output=True,
-        text=True,
-        env=cockpit.env(),
-        cwd=cockpit.cwd,
-        timeout=120,
-    )
+    proc = cockpit_without_ray(cockpit, "run", str(TOYTASK), "--backend", "ray", *RUN_OPTS)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "cockpit: error: --backend ray needs Ray, which is not installed: pip install -e '.[ray]'"
-    ]
+    assert proc.stderr.strip().splitlines() == [NO_RAY]
     assert not (cockpit.sessions.exists() and any(cockpit.sessions.iterdir()))  # no session made
 
 

@@ -5,13 +5,11 @@ merged into the verdict the local `--parts` path gives."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from engine_helpers import COCKPIT, TOYTASK, Cockpit
-from ray_cluster import LocalCluster
+from engine_helpers import TOYTASK, Cockpit
+from ray_cluster import NO_RAY, LocalCluster, cockpit_without_ray
 
 VECTORIZED = TOYTASK / "seeds" / "vectorized.py"
 EVAL_OPTS = ("--device", "cpu", "--quick", "--json", "--parts", "2")
@@ -24,21 +22,11 @@ def shapes(d: dict) -> list[tuple[str, str, bool]]:
 def test_eval_backend_ray_without_ray_installed_is_one_line_naming_the_install(
     cockpit: Cockpit,
 ) -> None:
-    # `import ray` fails in this process exactly as where Ray is not installed
-    hide = "import sys; sys.modules['ray'] = None; " + COCKPIT[-1].removeprefix("import sys; ")
-    proc = subprocess.run(
-        [sys.executable, "-c", hide, "eval", str(TOYTASK), str(VECTORIZED), *EVAL_OPTS]
-        + ["--backend", "ray"],
-        capture_output=True,
-        text=True,
-        env=cockpit.env(),
-        cwd=cockpit.cwd,
-        timeout=120,
+    proc = cockpit_without_ray(
+        cockpit, "eval", str(TOYTASK), str(VECTORIZED), *EVAL_OPTS, "--backend", "ray"
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "cockpit: error: --backend ray needs Ray, which is not installed: pip install -e '.[ray]'"
-    ]
+    assert proc.stderr.strip().splitlines() == [NO_RAY]
 
 
 @pytest.mark.parametrize(
