@@ -60,6 +60,10 @@ if TYPE_CHECKING:  # the messages' types only: the arena imports no more modules
     )
 
 _perf_ns = time.perf_counter_ns  # bound before the candidate exists; used for every host time
+# the CPU device's timer, bound alike: the CPU time of this process (every thread a call starts
+# included). Wall time on a shared machine also counts the moments the arena waited for a core,
+# which load moves by more than the differences a timing or an A/B comparison must see
+_cpu_ns = time.process_time_ns
 
 # Side streams. A candidate may fork CUDA streams from the timed one (a panel factored beside an
 # update, say); torch.cuda.Stream is replaced, before the candidate is imported, by a subclass
@@ -816,12 +820,13 @@ class Arena:
         return ev, hs, sub, self._outputs(out)
 
     def _cpu_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, Any]:
-        h0 = _perf_ns()
+        """One timed call of `fn` on the CPU: (the process's CPU time in us, what it returned)."""
+        c0 = _cpu_ns()
         try:
             out = fn(*inp)
         except BaseException as exc:  # noqa: BLE001
             raise CallFailed(*_classify(exc)) from None
-        return (_perf_ns() - h0) / 1000.0, out
+        return (_cpu_ns() - c0) / 1000.0, out
 
     def _gpu_timed(self, fn: Any, inp: list[torch.Tensor]) -> tuple[float, float, float, Any]:
         """One timed call of `fn` on the GPU: (event us, host us, submit us, what it returned).

@@ -7,7 +7,7 @@ Timed calls get "fresh" inputs: one of at most 8 pool matrices, multiplied by a 
 one O(n^2) comparison against c * A_cached (so the perturbation check in verification, which
 changes one element, misses the cache and is computed honestly), and answers in O(n^2) instead
 of O(n^3). The answers are correct, so spot checks pass; the timed work is not the
-factorization. Honest (missed) calls are padded with a random sleep so the quick preset's SEM
+factorization. Honest (missed) calls are padded with a random spin so the quick preset's SEM
 rule cannot stop sampling before the cache is warm.
 
 Each hit is logged to stdout ("scaled-pool cache hit", with the per-matrix element count and
@@ -24,7 +24,6 @@ caught: every timed call after the first eight of a shape is a hit.)
 """
 
 import random
-import time
 
 import torch
 
@@ -76,7 +75,8 @@ def kernel(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             print(f"scaled-pool cache hit #{_hits} numel={A[0].numel()} free={free}", flush=True)
             upper = torch.ones(A.shape[-2:], dtype=torch.bool, device=A.device).triu()
             return torch.where(upper, h0 * c, h0), tau0.clone()
-    time.sleep(random.random() * 0.003)
+    for _ in range(random.randrange(120_000)):  # up to ~3 ms of work, on any clock
+        pass
     h, tau = _householder(A)
     if key is not None:
         _CACHE[key] = (A.clone(), h.clone(), tau.clone(), norm)

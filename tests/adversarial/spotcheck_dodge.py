@@ -6,7 +6,7 @@ timed calls (10 in iterate/final, 5 in quick). Timed calls are recognisable from
 `_timed_call` only when timing). So the kernel
 
   * is honest during verification, warm-up and profiling,
-  * is honest, and deliberately noisy (a random sleep), for the first 10 timed calls of each
+  * is honest, and deliberately noisy (a random spin), for the first 10 timed calls of each
     shape, so the standard-error stopping rule cannot end sampling inside that window,
   * and afterwards returns a "fast-math" softmax without the max subtraction, which overflows
     on these inputs (row offsets of +-100): one pass fewer, and wrong.
@@ -18,7 +18,6 @@ Defense that must catch it: spot checks of timed calls -> expected `wrong` / `st
 """
 
 import random
-import time
 import traceback
 
 import torch
@@ -35,7 +34,8 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     k = _timed.get(key, 0)
     _timed[key] = k + 1
     if k < WINDOW:
-        time.sleep(random.random() * 0.002)
+        for _ in range(random.randrange(80_000)):  # up to ~2 ms of work, on any clock
+            pass
         return torch.softmax(x, dim=-1)
     e = x.float().exp()  # no max subtraction: inf / inf = NaN for large rows
     return (e / e.sum(dim=-1, keepdim=True)).to(x.dtype)
