@@ -137,3 +137,33 @@ async def test_time_alone_moves_a_live_plot_at_a_bounded_rate(session: Path, mon
         await settle(pilot)
         assert plot.data.t1 == quantize_end(T0, NOW + 180)
         assert plot.data.series[plot.data.branch_ids.index("b2")].points[-1][1] == 18.0
+
+
+def test_a_poll_rereads_only_the_candidates_its_events_name(session: Path):
+    """The candidate list a poll hands over equals the whole table read again, in its order:
+    a new candidate, a verdict, a seed evaluated without a proposal; events that name no
+    candidate hand over the very same tuple."""
+    hold_engine_lock(session)
+    source = LiveSource(session)
+    source.load()
+    reads: list = []
+    spy(source.record, "candidates", reads)
+
+    def check(snap) -> None:
+        with SessionRecord.open_readonly(session) as rec:
+            assert snap.candidates == tuple(rec.candidates())
+
+    with SessionRecord.open(session) as rec:
+        rec.append(ev.CANDIDATE_PROPOSED, {"parent": "c0008", "family": "x"}, "b2", "c0009")
+        rec.append(ev.EVALUATION_STARTED, {}, "b3", "c0005")
+    check(source.poll())
+    with SessionRecord.open(session) as rec:
+        rec.append(ev.EVALUATION_FINISHED, {"status": "ok", "score_us": 9.0}, "b2", "c0009")
+        rec.append(ev.EVALUATION_FINISHED, {"status": "ok", "score_us": 50.0}, "b1", "seed-x")
+    before = source.poll()
+    check(before)
+    with SessionRecord.open(session) as rec:
+        rec.append(ev.PROPOSAL_REQUESTED, {"parent": "c0009", "model": "gpt-5"}, "b2")
+    assert source.poll().candidates is before.candidates
+    assert reads == []  # never the whole table
+    source.close()

@@ -246,7 +246,10 @@ class MainScreen(Screen[None]):
 
     def _draw_covered(self) -> None:
         """Draw the snapshots applied since the last draw: the log gets every one's events, the
-        panels only the latest (each snapshot holds their whole state)."""
+        panels only the latest (each snapshot holds their whole state). Each panel compares
+        what it would show with what it shows and repaints only on a difference: a poll comes
+        every second (telemetry at least), and every repaint is composited and written to the
+        terminal, a layout change (a Static's update, rows added) lays out the whole screen."""
         snap, self._covered_snap = self._covered_snap, None
         parts, self._covered = self._covered, []
         if snap is None:
