@@ -362,7 +362,9 @@ class MainScreen(Screen[None]):
         self.selection = (message.branch, message.candidate)
 
     def watch_selection(self, selection: tuple[str | None, str | None]) -> None:
-        self.refresh_bindings()
+        # a branch's new best moves the selection with it: the keys mostly stay as they were
+        if self._availability() != self._keys_shown:
+            self.refresh_bindings()
         if selection[1]:
             self._load_detail(selection[1], None)
 
