@@ -123,11 +123,11 @@ class LiveSource:
 
     def _candidates_after(self, events: tuple[Event, ...]) -> tuple[Candidate, ...]:
         """The candidate list once `events` are recorded. A candidate's row changes only by an
-        event that names it (cockpit.store.derive), so only those rows are read again: a long
-        session's whole table, parsed on every poll that brings an event, cost more than the
-        rest of the poll. The same tuple when no event names a candidate (views skip it with
-        an `is` test); the whole table when many do, or when the count of rows says one came
-        some other way."""
+        event that names it (cockpit.store.derive), so only those rows are read again: parsing
+        a long session's whole table on each poll that brings an event costs more than the
+        rest of the poll together. The same tuple when no event names a candidate (views skip
+        it with an `is` test); the whole table when many do, or when the count of rows says
+        one came some other way."""
         ids = {e.candidate for e in events if e.candidate}
         if not ids:
             return self._candidates
