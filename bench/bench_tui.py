@@ -18,9 +18,14 @@ Measures, on synthetic sessions written through the store API (bench_store's gen
       dialog open, with each dialog open (since-last-looked, help, details, fork, redirect,
       retire, set-model) and with the session paused; `--engine-s` seconds a window (target
       <= 2% of a core); writes `--out`.
+  (f) with `--engine-compare OTHER`: two cockpits attached to one real engine at once, this
+      checkout's and the one at OTHER (a version to compare with, e.g. the main branch's
+      worktree), each one's CPU and terminal output over the same windows (`--engine-rounds`
+      windows with no dialog, then half as many paused); writes `--out`.
 
 Usage: .venv/bin/python bench/bench_tui.py [--idle-s 20] [--candidates 10000] [--events 100000]
        .venv/bin/python bench/bench_tui.py --engine-only --engine-s 10 --out FILE
+       .venv/bin/python bench/bench_tui.py --engine-compare ../main --engine-s 10 --out FILE
 Prints a table and writes bench/results/tui.json (or --out).
 """
 
@@ -69,12 +74,13 @@ class PtyCockpit:
     """`python -m cockpit.tui attach FOLDER` on a pseudo-terminal; a thread drains the output and
     counts the bytes (what an ssh connection would carry)."""
 
-    def __init__(self, folder: Path, tmp: Path) -> None:
+    def __init__(self, folder: Path, tmp: Path, repo: Path = REPO) -> None:
+        """`repo`: the checkout whose cockpit runs (another one's, to compare two versions)."""
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         env |= {"TERM": "xterm-256color", "COCKPIT_KEYMAP": str(tmp / "none.toml")}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(repo), env.get("PYTHONPATH")) if p)
         self.t_spawn = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cockpit.tui", "attach", str(folder)],
@@ -82,7 +88,7 @@ class PtyCockpit:
             stdout=slave,
             stderr=slave,
             env=env,
-            cwd=REPO,
+            cwd=repo,
             start_new_session=True,
         )
         os.close(slave)
@@ -277,10 +283,10 @@ def _cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(after[p] - before[p] for p in before.keys() & after.keys())
 
 
-def bench_engine_attached(tmp: Path, seconds: float, out: dict, task: str = "softmax") -> None:
-    """A real engine on the CPU and the cockpit attached to it: the cockpit's CPU with no
-    dialog open, with each dialog open, and with the session paused (`P`). The engine's own CPU
-    (its processes and arenas) is recorded beside each window, for context."""
+@contextlib.contextmanager
+def running_engine(tmp: Path, task: str):
+    """`cockpit run TASK --detach` on the CPU, once its first verdicts are in (the beam has
+    candidates to open): yields (engine pid, session folder, run options); killed after."""
     sessions = tmp / "engine-sessions"
     env = dict(os.environ, COCKPIT_SESSIONS_DIR=str(sessions))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -311,6 +317,20 @@ def bench_engine_attached(tmp: Path, seconds: float, out: dict, task: str = "sof
             if n >= 2 or time.monotonic() > deadline:
                 break
             time.sleep(1)
+        yield pid, folder, opts
+    finally:
+        procs = _engine_procs(pid)
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(procs, timeout=15)
+
+
+def bench_engine_attached(tmp: Path, seconds: float, out: dict, task: str = "softmax") -> None:
+    """A real engine on the CPU and the cockpit attached to it: the cockpit's CPU with no
+    dialog open, with each dialog open, and with the session paused (`P`). The engine's own CPU
+    (its processes and arenas) is recorded beside each window, for context."""
+    with running_engine(tmp, task) as (pid, folder, opts):
         cockpit = PtyCockpit(folder, tmp)
         windows: dict = {}
         try:
@@ -362,12 +382,75 @@ def bench_engine_attached(tmp: Path, seconds: float, out: dict, task: str = "sof
             "window_s": seconds,
             "windows": windows,
         }
-    finally:
-        procs = _engine_procs(pid)
-        for p in procs:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                p.kill()
-        psutil.wait_procs(procs, timeout=15)
+
+
+def bench_engine_compare(
+    tmp: Path, seconds: float, rounds: int, other: Path, out: dict, task: str = "softmax"
+) -> None:
+    """Two cockpits attached to one real engine at once, this checkout's and `other`'s (a
+    version to compare with): the CPU and terminal output of each over the same windows, so
+    both see the same events under the same load. `rounds` windows with no dialog open, then
+    half as many with the session paused."""
+    with running_engine(tmp, task) as (pid, folder, opts):
+        cockpits = {"this": PtyCockpit(folder, tmp), "other": PtyCockpit(folder, tmp, other)}
+        windows: list[dict] = []
+        try:
+            for cockpit in cockpits.values():
+                cockpit.wait_for(b"evals")
+            time.sleep(3)
+            for cockpit in cockpits.values():
+                cockpit.keys(b"\x1b")  # the since-last-looked summary, where it opened
+            time.sleep(3)
+            procs = {k: psutil.Process(c.proc.pid) for k, c in cockpits.items()}
+
+            def window(name: str) -> None:
+                with SessionRecord.open_readonly(folder) as rec:
+                    ev0 = rec.last_event_id()
+                c0, t0 = _cpu_of(list(procs.values())), time.perf_counter()
+                b0 = {k: c.bytes for k, c in cockpits.items()}
+                time.sleep(seconds)
+                c1, t1 = _cpu_of(list(procs.values())), time.perf_counter()
+                w: dict = {"window": name, "seconds": t1 - t0}
+                for k, c in cockpits.items():
+                    pid_k = procs[k].pid
+                    w[k] = {
+                        "cpu_pct": 100 * (c1[pid_k] - c0[pid_k]) / (t1 - t0),
+                        "bytes_per_s": (c.bytes - b0[k]) / (t1 - t0),
+                    }
+                with SessionRecord.open_readonly(folder) as rec:
+                    w["events_per_s"] = (rec.last_event_id() - ev0) / (t1 - t0)
+                w["load_1min"] = os.getloadavg()[0]
+                windows.append(w)
+
+            for _ in range(rounds):
+                window("running")
+            cockpits["this"].keys(b"P")
+            time.sleep(6)  # the pause acknowledged and its toasts gone
+            for _ in range(max(1, rounds // 2)):
+                window("paused")
+            cockpits["this"].keys(b"P")
+        finally:
+            for cockpit in cockpits.values():
+                cockpit.close()
+    summary: dict = {}
+    for name in ("running", "paused"):
+        ws = [w for w in windows if w["window"] == name]
+        summary[name] = {
+            k: {
+                "cpu_pct": sum(w[k]["cpu_pct"] for w in ws) / len(ws),
+                "bytes_per_s": sum(w[k]["bytes_per_s"] for w in ws) / len(ws),
+            }
+            for k in ("this", "other")
+        }
+    out["compare"] = {
+        "task": task,
+        "options": list(opts),
+        "window_s": seconds,
+        "this": str(REPO),
+        "other": str(other),
+        "windows": windows,
+        "mean": summary,
+    }
 
 
 def bench_open_process(folder: Path, tmp: Path, marker: str, out: dict, runs: int = 3) -> None:
@@ -446,8 +529,13 @@ def main() -> None:
     parser.add_argument("--engine-s", type=float, default=0.0, help="(e): seconds a window")
     parser.add_argument("--engine-only", action="store_true", help="only (e)")
     parser.add_argument("--engine-task", default="softmax", help="(e): the task the engine runs")
+    parser.add_argument("--engine-compare", type=Path, help="(f): the other checkout's root")
+    parser.add_argument("--engine-rounds", type=int, default=6, help="(f): windows running")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.engine_compare:
+        engine_compare(args)
+        return
     if args.engine_only:
         engine_only(args)
         return
@@ -561,6 +649,44 @@ def engine_only(args: argparse.Namespace) -> None:
             f"{w['engine_cpu_pct']:.0f}%",
             f"{w['events_per_s']:.1f}",
             f"{w['bytes_per_s'] / 1024:.1f}",
+        )
+    console.print(table)
+    out["machine"] = machine()
+    out["command"] = "python bench/bench_tui.py " + " ".join(sys.argv[1:])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    console.print(f"wrote {args.out}")
+
+
+def engine_compare(args: argparse.Namespace) -> None:
+    out: dict = {"terminal": f"{SIZE[0]}x{SIZE[1]}"}
+    console = Console()
+    other = args.engine_compare.resolve()
+    with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp_name:
+        console.print(f"a real engine on the CPU, this cockpit and {other}'s attached…")
+        bench_engine_compare(
+            Path(tmp_name), args.engine_s or 10.0, args.engine_rounds, other, out, args.engine_task
+        )
+    table = Table(title=f"two cockpits attached to one engine, {out['terminal']} pty")
+    for col in ("window", "this: CPU", "other: CPU", "this: KB/s", "other: KB/s", "events/s"):
+        table.add_column(col)
+    for w in out["compare"]["windows"]:
+        table.add_row(
+            w["window"],
+            f"{w['this']['cpu_pct']:.1f}%",
+            f"{w['other']['cpu_pct']:.1f}%",
+            f"{w['this']['bytes_per_s'] / 1024:.1f}",
+            f"{w['other']['bytes_per_s'] / 1024:.1f}",
+            f"{w['events_per_s']:.1f}",
+        )
+    for name, m in out["compare"]["mean"].items():
+        table.add_row(
+            f"mean {name}",
+            f"{m['this']['cpu_pct']:.2f}%",
+            f"{m['other']['cpu_pct']:.2f}%",
+            f"{m['this']['bytes_per_s'] / 1024:.1f}",
+            f"{m['other']['bytes_per_s'] / 1024:.1f}",
+            "",
         )
     console.print(table)
     out["machine"] = machine()

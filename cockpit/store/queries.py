@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from cockpit.store.models import (
@@ -62,6 +62,18 @@ def read_candidates(conn: sqlite3.Connection, branch: str | None = None) -> list
             f"SELECT {_CANDIDATE_COLS} FROM candidates WHERE branch = ? ORDER BY rowid",
             (branch,),
         )
+    return [Candidate.from_row(r) for r in rows]
+
+
+def read_candidates_in(conn: sqlite3.Connection, ids: Collection[str]) -> list[Candidate]:
+    """The candidates among `ids` that exist, in the order they were first recorded."""
+    if not ids:
+        return []
+    marks = ", ".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT {_CANDIDATE_COLS} FROM candidates WHERE id IN ({marks}) ORDER BY rowid",
+        tuple(ids),
+    )
     return [Candidate.from_row(r) for r in rows]
 
 

@@ -25,7 +25,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
@@ -398,6 +398,11 @@ class SessionRecord:
     def candidates(self, branch: str | None = None) -> list[Candidate]:
         with self._lock:
             return queries.read_candidates(self._conn, branch)
+
+    def candidates_in(self, ids: Collection[str]) -> list[Candidate]:
+        """The candidates among `ids` that exist, in the order they were first recorded."""
+        with self._lock:
+            return queries.read_candidates_in(self._conn, ids)
 
     def candidate(self, candidate_id: str) -> Candidate | None:
         with self._lock:

@@ -6,6 +6,7 @@ just got its acknowledgement, what deserves a bell) are pure functions a unit te
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,11 @@ class SessionModel:
     spend: Spend = field(default_factory=Spend)
     _index: dict[str, Candidate] = field(default_factory=dict, repr=False)
     _index_of: tuple[Candidate, ...] | None = field(default=None, repr=False)
+    # figures over the whole candidate list, kept while the list is the same object: a
+    # snapshot that changed no candidate hands over the same tuple, and these are asked of
+    # every snapshot (the session bar, the plot's reference line)
+    _figures: dict[str, Any] = field(default_factory=dict, repr=False)
+    _figures_of: tuple[Candidate, ...] | None = field(default=None, repr=False)
 
     def apply(self, snap: Snapshot) -> list[Command]:
         """Take in a snapshot; returns the commands whose acknowledgement just arrived."""
@@ -74,13 +80,20 @@ class SessionModel:
     def pending(self) -> list[Command]:
         return [c for c in self.commands.values() if c.state == "pending"]
 
+    def _of_candidates(self, name: str, compute: Callable[[tuple[Candidate, ...]], Any]) -> Any:
+        if self._figures_of is not self.candidates:
+            self._figures, self._figures_of = {}, self.candidates
+        if name not in self._figures:
+            self._figures[name] = compute(self.candidates)
+        return self._figures[name]
+
     @property
     def evaluations(self) -> int:
-        return evaluations(self.candidates)
+        return self._of_candidates("evaluations", evaluations)
 
     @property
     def best(self) -> Candidate | None:
-        return figures.best(self.candidates)
+        return self._of_candidates("best", figures.best)
 
     @property
     def paused_all(self) -> bool:
@@ -121,7 +134,7 @@ class SessionModel:
         return ids, [StepSeries(tuple(points[b]), ended.get(b)) for b in ids]
 
     def reference(self) -> Candidate | None:
-        return figures.reference(self.candidates)
+        return self._of_candidates("reference", figures.reference)
 
     def history_comparable(self) -> bool:
         """Whether the plotted times are comparable ones (the best's pool: figures.best)."""

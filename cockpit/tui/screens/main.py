@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.notifications import Notification, Notify
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -68,6 +70,7 @@ REPLAY = {
     "quit_replay",
 }
 REPLAY_TICK_S = 0.1
+PLOT_EDGE_S = 5.0  # how often time passing alone redraws a live plot (`_draw_history`)
 
 
 class MainScreen(Screen[None]):
@@ -142,18 +145,25 @@ class MainScreen(Screen[None]):
         self._detail_open: str | None = None
         self._tick_t = time.monotonic()
         self.filter = NO_FILTER
+        self._keys_shown: tuple[bool | None, ...] = ()  # `_availability` at the last refresh
+        self._bar_shown: tuple = ()  # the session bar's text and styles as drawn
+        self._plot_t = 0.0  # monotonic time the plot's data was last replaced
 
     # --- layout ----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield SessionBar(id="bar")
+        # kept at hand: each snapshot draws into them (a query walks the DOM)
+        self._bar, self._gpu = SessionBar(id="bar"), GpuPanel(id="gpu")
+        self._plot, self._beam = HistoryPlot(id="history"), BeamPanel(id="beam")
+        self._log = EventLog(id="log")
+        yield self._bar
         with Horizontal(id="top"):
-            yield GpuPanel(id="gpu")
-            yield HistoryPlot(id="history")
-            yield BeamPanel(id="beam")
+            yield self._gpu
+            yield self._plot
+            yield self._beam
         with Horizontal(id="bottom"):
             yield CandidateDetail(id="detail")
-            yield EventLog(id="log")
+            yield self._log
         yield Input(
             placeholder="filter: family:X state:paused verdict:wrong branch:b2 model:X or any text"
             " · enter keep · escape clear",
@@ -194,7 +204,6 @@ class MainScreen(Screen[None]):
         snap = message.snapshot
         first = not self.loaded
         self.loaded = True
-        before = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
         acked = self.model.apply(snap)
         if snap.reset:  # a reset replaces the log: what came before it need not be drawn
             self._covered.clear()
@@ -218,25 +227,39 @@ class MainScreen(Screen[None]):
             self._announce(snap)
         if first and self.show_summary:
             self._summarize()
-        # Which keys apply depends on the beam and the session state only: a telemetry-only
-        # snapshot (every second, even while paused) must not redraw the footer.
-        after = (self.model.branches, self.model.candidates, self.model.meta.get("state"))
-        if first or any(a is not b and a != b for a, b in zip(before, after)):
+        # The footer is rebuilt (every key widget recomposed) on each `refresh_bindings`: only
+        # when a key's availability changed, which a snapshot rarely does (a new candidate, a
+        # verdict, telemetry leave the keys as they were).
+        if first or self._availability() != self._keys_shown:
             self.refresh_bindings()
+
+    def _availability(self) -> tuple[bool | None, ...]:
+        """What `check_action` says of each of this screen's actions: the footer's content."""
+        return tuple(self.check_action(action, ()) for action in ACTIONS)
+
+    def refresh_bindings(self) -> None:
+        try:
+            self._keys_shown = self._availability()
+        except NoMatches:  # being taken down: no footer to compare with
+            self._keys_shown = ()
+        super().refresh_bindings()
 
     def _draw_covered(self) -> None:
         """Draw the snapshots applied since the last draw: the log gets every one's events, the
-        panels only the latest (each snapshot holds their whole state)."""
+        panels only the latest (each snapshot holds their whole state). Each panel compares
+        what it would show with what it shows and repaints only on a difference: a poll comes
+        every second (telemetry at least), and every repaint is composited and written to the
+        terminal, a layout change (a Static's update, rows added) lays out the whole screen."""
         snap, self._covered_snap = self._covered_snap, None
         parts, self._covered = self._covered, []
         if snap is None:
             return
         live = self.model.engine_active and self.source.player is None
-        self.query_one(BeamPanel).show(
+        self._beam.show(
             snap.branches, snap.candidates, self.model.spend, live, self.model.meta.get("state")
         )
-        self.query_one(GpuPanel).show(snap.telemetry)
-        log = self.query_one(EventLog)
+        self._gpu.show(snap.telemetry)
+        log = self._log
         for reset, events in parts:
             if reset:
                 log.reset(events)
@@ -297,7 +320,7 @@ class MainScreen(Screen[None]):
         if m.clock is None:
             t1 = quantize_end(t0, t1)
         colour = {b.id: i for i, b in enumerate(m.branches)}
-        self.query_one(HistoryPlot).data = HistoryData(
+        data = HistoryData(
             tuple(ids),
             tuple(colour.get(b, i) for i, b in enumerate(ids)),
             tuple(series),
@@ -307,6 +330,18 @@ class MainScreen(Screen[None]):
             live=m.clock is None,
             **reference_line(m),
         )
+        old = self._plot.data
+        if old is None or data == old:
+            self._plot.data = data
+            return
+        # A live plot whose only change is its right edge (time passing) is redrawn at most
+        # every PLOT_EDGE_S: the whole braille canvas is drawn again for it. A new point, mark
+        # or branch is drawn at once.
+        now = time.monotonic()
+        if data.live and replace(old, t1=data.t1) == data and now - self._plot_t < PLOT_EDGE_S:
+            return
+        self._plot_t = now
+        self._plot.data = data
 
     def _draw_bar(self) -> None:
         replay = None
@@ -314,9 +349,11 @@ class MainScreen(Screen[None]):
         if player is not None:
             done, total, _, _ = player.progress()
             replay = (player.playing, player.speed, done, total)
-        self.query_one(SessionBar).update(
-            bar_content(self.source.name, self.model, self.now(), replay)
-        )
+        content = bar_content(self.source.name, self.model, self.now(), replay)
+        key = (content.plain, tuple(content.spans))  # Content's == compares the text only
+        if key != self._bar_shown:
+            self._bar_shown = key
+            self._bar.update(content, layout=False)  # one line, whatever it says
 
     # --- selection and detail --------------------------------------------------------------
 
@@ -325,7 +362,9 @@ class MainScreen(Screen[None]):
         self.selection = (message.branch, message.candidate)
 
     def watch_selection(self, selection: tuple[str | None, str | None]) -> None:
-        self.refresh_bindings()
+        # a branch's new best moves the selection with it: the keys mostly stay as they were
+        if self._availability() != self._keys_shown:
+            self.refresh_bindings()
         if selection[1]:
             self._load_detail(selection[1], None)
 
@@ -644,3 +683,7 @@ class MainScreen(Screen[None]):
             self.notify(
                 f"{type(error).__name__}: {error}", title=event.worker.group, severity="error"
             )
+
+
+# every action the screen's keys run (the footer shows those `check_action` allows)
+ACTIONS = tuple(dict.fromkeys(b.action for b in MainScreen.BINDINGS))

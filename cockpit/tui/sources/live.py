@@ -19,6 +19,9 @@ from cockpit.tui.sources.base import (
 from cockpit.tui.sources.reads import Details, events_through, telemetry_before
 from cockpit.tui.spend import Spend, spend_between
 
+# candidates named by one poll's events beyond which the whole table is read instead
+MAX_REREAD = 200
+
 
 class LiveSource:
     """Polls a session record read-only: cheap when nothing changed (two small queries)."""
@@ -96,7 +99,7 @@ class LiveSource:
                 events = tuple(self.record.events(after_id=self._last_id))
                 self._meta = effective_meta(self.record.meta(), alive)
                 self._branches = tuple(self.record.branches())
-                self._candidates = tuple(self.record.candidates())
+                self._candidates = self._candidates_after(events)
                 self._spend = self._spend.fold(events)
                 self._last_id = last
             if tel_t != self._last_tel:
@@ -117,6 +120,31 @@ class LiveSource:
                 reset=False,
                 spend=self._spend,
             )
+
+    def _candidates_after(self, events: tuple[Event, ...]) -> tuple[Candidate, ...]:
+        """The candidate list once `events` are recorded. A candidate's row changes only by an
+        event that names it (cockpit.store.derive), so only those rows are read again: parsing
+        a long session's whole table on each poll that brings an event costs more than the
+        rest of the poll together. The same tuple when no event names a candidate (views skip
+        it with an `is` test); the whole table when many do, or when the count of rows says
+        one came some other way."""
+        ids = {e.candidate for e in events if e.candidate}
+        if not ids:
+            return self._candidates
+        if len(ids) > MAX_REREAD:
+            return tuple(self.record.candidates())
+        at = {c.id: i for i, c in enumerate(self._candidates)}
+        out = list(self._candidates)
+        for c in self.record.candidates_in(ids):  # new ones last, in the order recorded
+            i = at.get(c.id)
+            if i is None:
+                out.append(c)
+            else:
+                out[i] = c
+        (count,) = self.record.execute("SELECT count(*) FROM candidates")[0]
+        if count != len(out):
+            return tuple(self.record.candidates())
+        return tuple(out)
 
     def events_since(self, event_id: int, kinds: tuple[str, ...]) -> list[Event]:
         with self._lock:

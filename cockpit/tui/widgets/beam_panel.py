@@ -263,6 +263,7 @@ class BeamPanel(Vertical):
         self._branches: tuple[Branch, ...] = ()
         self._candidates: tuple[Candidate, ...] = ()
         self._cols: Columns | None = None
+        self._rows: tuple = ()  # the rows shown, as drawn (`_rebuild`)
         self._spend: Spend | None = None
         self._live = True
         self._session: str | None = None
@@ -314,27 +315,51 @@ class BeamPanel(Vertical):
         return self.size.width - 1 - self.option_list.styles.scrollbar_size_vertical
 
     def _rebuild(self) -> None:
-        cols = self._cols = Columns.for_width(self._inner_width())
-        self.query_one("#beam-header", Static).update(header(cols))
-        ol = self.option_list
-        highlighted = ol.highlighted_option.id if ol.highlighted_option else None
-        ol.clear_options()
-        ol.add_options(
-            beam_options(
-                self._branches,
-                self._candidates,
-                cols,
-                self.filter,
-                self._spend,
-                self._live,
-                self._session,
-            )
+        cols = Columns.for_width(self._inner_width())
+        if cols != self._cols:
+            self._cols = cols
+            self.query_one("#beam-header", Static).update(header(cols))
+        options = beam_options(
+            self._branches,
+            self._candidates,
+            cols,
+            self.filter,
+            self._spend,
+            self._live,
+            self._session,
+        )
+        # Rows are compared as drawn (text and styles): most snapshots change nothing the list
+        # shows, or only what some rows say (a verdict, a score). Those rows are replaced in
+        # place; the list is rebuilt only when rows come or go, which lays the screen out again
+        # and moves the highlight. A branch row's best candidate is part of its identity: it is
+        # what the row selects, and a rebuild re-announces the highlighted row.
+        best = {f"b:{b.id}": b.best_candidate for b in self._branches}
+        rows = tuple(
+            ((o.id, o.disabled, best.get(o.id or "")), o.prompt.plain, tuple(o.prompt.spans))
+            for o in options
+            if isinstance(o.prompt, Content)
         )
         if self.filter.active:
             n = count_matches(self._branches, self._candidates, self.filter, self._session)
-            self.border_title = f"beam ⧩ {self.filter.text} ({n}/{len(self._candidates)})"
+            title = f"beam ⧩ {self.filter.text} ({n}/{len(self._candidates)})"
         else:
-            self.border_title = "beam"
+            title = "beam"
+        if title != self.border_title:
+            self.border_title = title
+        ol = self.option_list
+        if len(rows) == len(options) == len(self._rows) == ol.option_count:
+            if rows == self._rows:
+                return
+            if all(new[0] == old[0] for new, old in zip(rows, self._rows)):
+                for i, (new, old) in enumerate(zip(rows, self._rows)):
+                    if new != old:
+                        ol.replace_option_prompt_at_index(i, options[i].prompt)
+                self._rows = rows
+                return
+        self._rows = rows
+        highlighted = ol.highlighted_option.id if ol.highlighted_option else None
+        ol.clear_options()
+        ol.add_options(options)
         if ol.option_count:
             try:
                 ol.highlighted = ol.get_option_index(highlighted) if highlighted else 0

@@ -79,6 +79,7 @@ class GpuPanel(Vertical):
         super().__init__(id=id)
         self.border_title = "GPU"
         self._samples: tuple[TelemetrySample, ...] = ()
+        self._texts: dict[str, str] = {}  # what each Static says now
         self.add_class("-no-nodes")  # until a sample from another node arrives
 
     def compose(self) -> ComposeResult:
@@ -97,13 +98,12 @@ class GpuPanel(Vertical):
         if samples is self._samples:
             return
         self._samples = samples
-        status = self.query_one("#gpu-status", Static)
         nodes = node_lines(samples)
         self.set_class(not nodes, "-no-nodes")
-        self.query_one("#gpu-nodes", Static).update("\n".join(nodes))
+        self._say("gpu-nodes", "\n".join(nodes))
         samples = tuple(s for s in samples if s.node is None)  # the meters: the engine's host
         if not samples:  # none yet (or none before the replay clock): empty meters, not stale ones
-            status.update("no telemetry yet")
+            self._say("gpu-status", "no telemetry yet")
             for meter in self.query(Meter):
                 meter.show((), "")
             return
@@ -111,13 +111,13 @@ class GpuPanel(Vertical):
         self.set_class(gpu is None, "-no-gpu")
         rows = [s for s in samples if s.gpu == gpu]
         if gpu is None:
-            status.update("no GPU (host only)")
-            self.border_title = "no GPU"
+            self._say("gpu-status", "no GPU (host only)")
+            title = "no GPU"
         else:
             count = len({s.gpu for s in samples if s.gpu is not None})
-            self.border_title = f"GPU {gpu}" + (f" (of {count})" if count > 1 else "")
+            title = f"GPU {gpu}" + (f" (of {count})" if count > 1 else "")
             total = rows[-1].mem_total
-            status.update(f"{total / 1024:.0f} GiB" if total else "")
+            self._say("gpu-status", f"{total / 1024:.0f} GiB" if total else "")
             self._meter("util", [s.util for s in rows], _num(rows[-1].util, "%"))
             mem = [_pct(s.mem_used, s.mem_total) for s in rows]
             used = rows[-1].mem_used
@@ -128,6 +128,14 @@ class GpuPanel(Vertical):
             self._meter("clock", [s.sm_clock_mhz for s in rows], _num(clock, "M"))
         self._meter("cpu", [s.cpu_pct for s in rows], _num(rows[-1].cpu_pct, "%"))
         self._meter("ram", [s.ram_pct for s in rows], _num(rows[-1].ram_pct, "%"))
+        if title != self.border_title:  # setting it repaints the panel, even to the same text
+            self.border_title = title
+
+    def _say(self, name: str, text: str) -> None:
+        """Update a Static only when its text changes: an update lays the screen out again."""
+        if self._texts.get(name) != text:
+            self._texts[name] = text
+            self.query_one(f"#{name}", Static).update(text)
 
     def _meter(self, name: str, values: list[float | None], text: str) -> None:
         self.query_one(f"#{name}", Meter).show(tuple(values), text)

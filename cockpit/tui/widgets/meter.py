@@ -27,12 +27,19 @@ class Meter(Widget):
         self.label, self.lo, self.hi = label, lo, hi
 
     def show(self, values: tuple[float | None, ...], text: str) -> None:
+        # A new sample that leaves the line as it is drawn (same blocks, same reading) is kept
+        # without a repaint: each repaint is composited onto the terminal.
+        if text == self.text and self._spark(values) == self._spark(self.values):
+            self.set_reactive(Meter.values, values)
+            return
         self.values, self.text = values, text
 
+    def _spark(self, values: tuple[float | None, ...]) -> str:
+        spark_width = max(0, self.size.width - LABEL_WIDTH - VALUE_WIDTH)
+        return sparkline(values, spark_width, self.lo, self.hi)
+
     def render(self) -> Content:
-        width = self.size.width
-        spark_width = max(0, width - LABEL_WIDTH - VALUE_WIDTH)
-        spark = sparkline(self.values, spark_width, self.lo, self.hi)
+        spark = self._spark(self.values)
         return Content.assemble(
             (self.label[: LABEL_WIDTH - 1].ljust(LABEL_WIDTH), "$text-muted"),
             (spark, "$accent"),
