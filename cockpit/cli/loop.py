@@ -690,7 +690,7 @@ def status_dict(folder: Path) -> dict[str, Any]:
             }
             for b in branches
         ],
-        "best": figures.best_dict(figures.best(cands)),
+        "best": figures.best_dict(figures.best(cands, branches)),
         "candidate_list": [
             {
                 "id": c.id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,7 @@ def load_report(folder: str | Path) -> Report:
             end_t=last_t,
             comparable_pool=any(e.comparable for e in evaluations if e.scored),
         )
-        best = pick_best(evaluations)
+        best = pick_best(evaluations, branches)
         if best is not None:
             report.best = by_id.get(best)
             report.best_result = _last_result(rec, best)
@@ -180,15 +181,17 @@ def load_report(folder: str | Path) -> Report:
     return report
 
 
-def pick_best(evaluations: list[Evaluation]) -> str | None:
-    """The candidate with the lowest passing score, baselines left out; over comparable times
-    when a candidate has one, else over the others (on a CPU the Triton candidates' times are
-    the interpreter's while an eager baseline's is not). Earliest wins a tie."""
-    found = figures.pick(
-        (e for e in evaluations if e.scored and not e.baseline),
-        lambda e: (e.score_us, e.n),
-        lambda e: e.comparable,
-    )
+def pick_best(evaluations: list[Evaluation], branches: Iterable[Branch] = ()) -> str | None:
+    """The session's best as `figures.best` names it: the lowest passing score among the
+    branches' bests (among every evaluation where no branch names one), baselines left out;
+    over comparable times when a candidate has one, else over the others (on a CPU the Triton
+    candidates' times are the interpreter's while an eager baseline's is not). Earliest wins a
+    tie."""
+    pool = [e for e in evaluations if e.scored and not e.baseline]
+    held = {b.best_candidate for b in branches if b.best_candidate}
+    if held and any(e.candidate in held for e in pool):
+        pool = [e for e in pool if e.candidate in held]
+    found = figures.pick(pool, lambda e: (e.score_us, e.n), lambda e: e.comparable)
     return found.candidate if found else None
 
 

@@ -132,7 +132,7 @@ def export_candidate(folder: str | Path, candidate_id: str | None) -> tuple[Cand
     with SessionRecord.open_readonly(folder) as rec, rec.snapshot():
         meta = rec.meta()
         if candidate_id is None:
-            best = pick_best(read_evaluations(rec))
+            best = pick_best(read_evaluations(rec), rec.branches())
             c = rec.candidate(best) if best else None
             if c is None:
                 raise ExportError(

@@ -6,9 +6,13 @@ notifications, the headless printer, replay, the report) asks this module, so th
 - A time is *comparable* unless its result says `comparable: false` (the Triton interpreter on
   a CPU: a correctness run, not a timing; or a time from another device). Comparable and
   non-comparable times are never ranked against each other.
-- The best is the lowest passing, fully checked score (`Candidate.rankable`: a screened-only
-  candidate never is), baselines left out (the baseline is the reference a best is compared
-  with, `×ref`), over the comparable times when any exists. When none does (a CPU session whose
+- A branch's best is the loop's incumbent (`Branch.best_candidate`): a candidate replaces it
+  only by the improvement rule (a gain of at least 3 %, confirmed by A/B where on), so a rerun
+  that measured a little faster does not. The session's best is the lowest passing, fully
+  checked score (`Candidate.rankable`: a screened-only candidate never is) among the branches'
+  bests, baselines left out (the baseline is the reference a best is compared with, `×ref`),
+  over the comparable times when any exists; where no branch names one (a record without
+  branches), among every such candidate. When no time is comparable (a CPU session whose
   candidates are all Triton), the best is the lowest non-comparable time, labelled `n/c`.
 - Wherever a time is shown, `tag` says what it is not: `n/c` (not comparable), `scr` (timed by
   the loop's screen only).
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from cockpit.store.models import Candidate
+from cockpit.store.models import Branch, Candidate
 
 NC = "n/c"
 SCREENED = "scr"
@@ -53,13 +57,14 @@ def pick(
     return min(ranked, key=score) if ranked else None
 
 
-def best(candidates: Iterable[Candidate]) -> Candidate | None:
-    """The session's (or, given one branch's candidates, the branch's) best candidate."""
-    return pick(
-        (c for c in candidates if c.rankable and not is_baseline(c)),
-        lambda c: c.score_us or 0.0,
-        lambda c: comparable(c.summary),
-    )
+def best(candidates: Iterable[Candidate], branches: Iterable[Branch] = ()) -> Candidate | None:
+    """The session's best candidate: among the `branches`' bests where any is named, else among
+    every candidate."""
+    pool = [c for c in candidates if c.rankable and not is_baseline(c)]
+    held = {b.best_candidate for b in branches if b.best_candidate}
+    if held and any(c.id in held for c in pool):
+        pool = [c for c in pool if c.id in held]
+    return pick(pool, lambda c: c.score_us or 0.0, lambda c: comparable(c.summary))
 
 
 def reference(candidates: Iterable[Candidate]) -> Candidate | None:

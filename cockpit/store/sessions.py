@@ -176,8 +176,9 @@ def read_session_info(folder: str | Path) -> SessionInfo:
     with SessionRecord.open_readonly(folder) as record, record.snapshot():
         meta = record.meta()
         candidates = record.candidates()
+        branches = record.branches()
         (last_t,) = record.execute("SELECT max(t) FROM events")[0]
-    best = figures.best(candidates)
+    best = figures.best(candidates, branches)
     return SessionInfo(
         name=folder.name,
         path=folder,

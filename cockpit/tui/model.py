@@ -39,7 +39,7 @@ class SessionModel:
     # figures over the whole candidate list, kept while the list is the same object: a
     # snapshot that changed no candidate hands over the same tuple, and these are asked of
     # every snapshot (the session bar, the plot's reference line)
-    _figures: dict[str, Any] = field(default_factory=dict, repr=False)
+    _figures: dict[Any, Any] = field(default_factory=dict, repr=False)
     _figures_of: tuple[Candidate, ...] | None = field(default=None, repr=False)
 
     def apply(self, snap: Snapshot) -> list[Command]:
@@ -80,7 +80,7 @@ class SessionModel:
     def pending(self) -> list[Command]:
         return [c for c in self.commands.values() if c.state == "pending"]
 
-    def _of_candidates(self, name: str, compute: Callable[[tuple[Candidate, ...]], Any]) -> Any:
+    def _of_candidates(self, name: Any, compute: Callable[[tuple[Candidate, ...]], Any]) -> Any:
         if self._figures_of is not self.candidates:
             self._figures, self._figures_of = {}, self.candidates
         if name not in self._figures:
@@ -93,7 +93,11 @@ class SessionModel:
 
     @property
     def best(self) -> Candidate | None:
-        return self._of_candidates("best", figures.best)
+        # the branches' bests can change in a snapshot that changed no candidate row
+        held = tuple(b.best_candidate for b in self.branches)
+        return self._of_candidates(
+            ("best", held), lambda cands: figures.best(cands, self.branches)
+        )
 
     @property
     def paused_all(self) -> bool:

@@ -23,9 +23,10 @@ WIDE = (160, 48)
 FAST_TRITON_US, SLOW_TRITON_US = 12_400.0, 15_000.0
 
 
-def _cpu_session(folder: Path) -> Path:
+def _cpu_session(folder: Path, rerun_us: float | None = None) -> Path:
     """b1: the task's torch seed (comparable, 9.55 us, exempt as the baseline); b2: two
-    Triton candidates timed by the interpreter (not comparable, 12.4 and 15 ms)."""
+    Triton candidates timed by the interpreter (not comparable, 12.4 and 15 ms); with
+    `rerun_us`, a third on b2 (c0004) that passed at that time without becoming b2's best."""
     b = Builder(folder, NOW - 1800)
     b.append(
         ev.SESSION_CREATED,
@@ -52,6 +53,12 @@ def _cpu_session(folder: Path) -> Path:
     finished("c0001", "b1", "baseline", 9.55, True, 10)
     finished("c0002", "b2", "triton-rowwise", SLOW_TRITON_US, False, 100)
     finished("c0003", "b2", "triton-rowwise", FAST_TRITON_US, False, 200)
+    if rerun_us is not None:
+        b.append(
+            ev.CANDIDATE_PROPOSED, {"family": "triton-rowwise", "source": SEED}, "b2", "c0004", 300
+        )
+        payload = dict(result("ok", rerun_us), comparable=False, baseline_exempt=False)
+        b.append(ev.EVALUATION_FINISHED, payload, "b2", "c0004", 310)
     b.close()
     return folder
 
@@ -90,6 +97,32 @@ def test_the_best_is_ranked_within_comparable_times_else_labelled_not_comparable
 
     report = load_report(folder)
     assert report.best is not None and report.best.id == "c0003"
+
+
+def test_the_session_best_is_a_branch_best_not_a_rerun_inside_the_improvement_margin(tmp_path):
+    """c0004 measures 1.6 % under b2's best c0003: inside the loop's improvement rule (3 %), so
+    c0003 stays b2's best, and every view names c0003 as the session's best too."""
+    folder = _cpu_session(tmp_path / "sessions" / "cpu", rerun_us=12_200.0)
+    with SessionRecord.open_readonly(folder) as rec:
+        cands, branches = rec.candidates(), rec.branches()
+    assert {x.id: x.best_candidate for x in branches}["b2"] == "c0003"
+    assert figures.best(cands).id == "c0004"  # the lowest time, with no branch to ask
+    assert figures.best(cands, branches).id == "c0003"
+    st = json.loads(_cli("status", str(folder), "--json"))
+    assert st["best"]["candidate"] == "c0003"
+    ls = json.loads(_cli("ls", "--sessions-dir", str(folder.parent), "--json"))
+    assert [s["best_us"] for s in ls] == [FAST_TRITON_US]
+    report = load_report(folder)
+    assert report.best is not None and report.best.id == "c0003"
+
+
+async def test_the_header_names_the_branch_best_not_a_rerun_inside_the_margin(tmp_path):
+    folder = _cpu_session(tmp_path / "sessions" / "cpu", rerun_us=12_200.0)
+    app = live_app(folder)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        bar = str(app.screen.query_one("#bar").render())
+        assert "best 12.4ms c0003 n/c" in bar.replace(" ms", "ms"), bar
 
 
 async def test_the_header_beam_and_log_agree_with_status_and_label_the_times(tmp_path):
