@@ -623,11 +623,7 @@ def main() -> None:
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    out["machine"] = machine()
-    out["command"] = "python bench/bench_tui.py " + " ".join(sys.argv[1:])
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    console.print(f"wrote {RESULTS}")
+    save(out, RESULTS, console)
 
 
 def engine_only(args: argparse.Namespace) -> None:
@@ -651,11 +647,16 @@ def engine_only(args: argparse.Namespace) -> None:
             f"{w['bytes_per_s'] / 1024:.1f}",
         )
     console.print(table)
+    save(out, args.out, console)
+
+
+def save(out: dict, path: Path, console: Console) -> None:
+    """The results with the machine and the command that made them, as JSON at `path`."""
     out["machine"] = machine()
     out["command"] = "python bench/bench_tui.py " + " ".join(sys.argv[1:])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
-    console.print(f"wrote {args.out}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    console.print(f"wrote {path}")
 
 
 def engine_compare(args: argparse.Namespace) -> None:
@@ -689,11 +690,7 @@ def engine_compare(args: argparse.Namespace) -> None:
             "",
         )
     console.print(table)
-    out["machine"] = machine()
-    out["command"] = "python bench/bench_tui.py " + " ".join(sys.argv[1:])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
-    console.print(f"wrote {args.out}")
+    save(out, args.out, console)
 
 
 if __name__ == "__main__":

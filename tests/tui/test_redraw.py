@@ -8,12 +8,12 @@ from pathlib import Path
 
 from session_builder import NOW, T0
 from textual.widgets import Static
-from tui_helpers import hold_engine_lock, settle
+from tui_helpers import hold_engine_lock, live_app, settle
 
 from cockpit.store import SessionRecord
 from cockpit.store import events as ev
 from cockpit.store.models import TelemetrySample
-from cockpit.tui import CockpitApp, LiveSource
+from cockpit.tui import LiveSource
 from cockpit.tui.screens import main as main_screen
 from cockpit.tui.widgets.beam_panel import BeamPanel
 from cockpit.tui.widgets.history_plot import HistoryPlot, quantize_end
@@ -46,10 +46,7 @@ def rows(beam: BeamPanel) -> list[str]:
 
 
 async def test_telemetry_alone_redraws_the_meters_only(session: Path):
-    hold_engine_lock(session)
-    app = CockpitApp(
-        LiveSource(session), now=lambda: NOW, poll_interval=None, show_summary=False, user="t"
-    )
+    app = live_app(session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         main = app.screen
@@ -70,10 +67,7 @@ async def test_telemetry_alone_redraws_the_meters_only(session: Path):
 
 
 async def test_a_verdict_replaces_its_row_in_place_and_a_new_candidate_rebuilds(session: Path):
-    hold_engine_lock(session)
-    app = CockpitApp(
-        LiveSource(session), now=lambda: NOW, poll_interval=None, show_summary=False, user="t"
-    )
+    app = live_app(session)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         main = app.screen
@@ -105,11 +99,8 @@ async def test_a_verdict_replaces_its_row_in_place_and_a_new_candidate_rebuilds(
 
 
 async def test_time_alone_moves_a_live_plot_at_a_bounded_rate(session: Path, monkeypatch):
-    hold_engine_lock(session)
     clock = [NOW]
-    app = CockpitApp(
-        LiveSource(session), now=lambda: clock[0], poll_interval=None, show_summary=False, user="t"
-    )
+    app = live_app(session, now=lambda: clock[0])
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         main = app.screen

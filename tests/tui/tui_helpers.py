@@ -91,7 +91,8 @@ def live_app(folder: Path, *, engine: bool = True, **kw) -> CockpitApp:
     if engine:
         hold_engine_lock(folder)
     kw.setdefault("show_summary", False)
-    return CockpitApp(LiveSource(folder), now=lambda: NOW, poll_interval=None, user="tester", **kw)
+    kw.setdefault("now", lambda: NOW)
+    return CockpitApp(LiveSource(folder), poll_interval=None, user="tester", **kw)
 
 
 def replay_app(folder: Path) -> CockpitApp:
