@@ -950,7 +950,9 @@ def _positive(text: str) -> float:
     return value
 
 
-def backend_opts(s: argparse.ArgumentParser, default: str | None) -> None:
+def backend_opts(s: argparse.ArgumentParser, default: str | None, unit: str = "") -> None:
+    """--backend and --ray-address; with `unit` (what holds the CPU slots: one evaluation, one
+    part), --ray-cpus too."""
     s.add_argument(
         "--backend",
         choices=["local", "ray"],
@@ -965,6 +967,13 @@ def backend_opts(s: argparse.ArgumentParser, default: str | None) -> None:
         help="the Ray cluster's head, host:port or auto (default: $RAY_ADDRESS, else a Ray "
         "instance started on this machine)",
     )
+    if unit:
+        s.add_argument(
+            "--ray-cpus",
+            type=_positive,
+            metavar="N",
+            help=f"with --backend ray on a CPU cluster: CPU slots {unit} holds (default 1)",
+        )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -1031,13 +1040,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             help="start the next candidate's process (interpreter, torch, CUDA, sandbox) while "
             "the current one is judged (on); a candidate still never shares a process",
         )
-        backend_opts(s, default="local")
-        s.add_argument(
-            "--ray-cpus",
-            type=_positive,
-            metavar="N",
-            help="with --backend ray on a CPU cluster: CPU slots one evaluation holds (default 1)",
-        )
+        backend_opts(s, default="local", unit="one evaluation")
         _sessions_arg(s)
 
     s = sub.add_parser("run", help="start the optimization loop on a task")

@@ -388,13 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from cockpit.cli.loop import backend_opts
 
-    backend_opts(s, default="local")
-    s.add_argument(
-        "--ray-cpus",
-        type=float,
-        metavar="N",
-        help="with --backend ray on a CPU cluster: CPU slots one part holds (default 1)",
-    )
+    backend_opts(s, default="local", unit="one part")
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser(
