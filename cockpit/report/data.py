@@ -187,10 +187,9 @@ def pick_best(evaluations: list[Evaluation], branches: Iterable[Branch] = ()) ->
     over comparable times when a candidate has one, else over the others (on a CPU the Triton
     candidates' times are the interpreter's while an eager baseline's is not). Earliest wins a
     tie."""
-    pool = [e for e in evaluations if e.scored and not e.baseline]
-    held = {b.best_candidate for b in branches if b.best_candidate}
-    if held and any(e.candidate in held for e in pool):
-        pool = [e for e in pool if e.candidate in held]
+    pool = figures.branch_bests(
+        (e for e in evaluations if e.scored and not e.baseline), branches, lambda e: e.candidate
+    )
     found = figures.pick(pool, lambda e: (e.score_us, e.n), lambda e: e.comparable)
     return found.candidate if found else None
 

@@ -57,13 +57,23 @@ def pick(
     return min(ranked, key=score) if ranked else None
 
 
+def branch_bests(
+    items: Iterable[T], branches: Iterable[Branch], cid: Callable[[T], str]
+) -> list[T]:
+    """The `items` whose candidate (`cid`) is one of the `branches`' bests; all of them where
+    none is."""
+    items = list(items)
+    held = {b.best_candidate for b in branches if b.best_candidate}
+    kept = [i for i in items if cid(i) in held]
+    return kept or items
+
+
 def best(candidates: Iterable[Candidate], branches: Iterable[Branch] = ()) -> Candidate | None:
     """The session's best candidate: among the `branches`' bests where any is named, else among
     every candidate."""
-    pool = [c for c in candidates if c.rankable and not is_baseline(c)]
-    held = {b.best_candidate for b in branches if b.best_candidate}
-    if held and any(c.id in held for c in pool):
-        pool = [c for c in pool if c.id in held]
+    pool = branch_bests(
+        (c for c in candidates if c.rankable and not is_baseline(c)), branches, lambda c: c.id
+    )
     return pick(pool, lambda c: c.score_us or 0.0, lambda c: comparable(c.summary))
 
 
